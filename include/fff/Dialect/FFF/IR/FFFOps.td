@@ -1,0 +1,264 @@
+//===- FFFOps.td - fff operations --------------------------*- tablegen -*-===//
+//
+// Semantics are those of shared/DESIGN.md; the numeric tests hold the
+// lowerings to them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_DIALECT_FFF_IR_FFFOPS_TD
+#define FFF_DIALECT_FFF_IR_FFFOPS_TD
+
+include "fff/Dialect/FFF/IR/FFFDialect.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+def FFF_LayerNormOp : FFF_Op<"layer_norm", [
+    Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes `input` over its trailing `normalized_rank` dimensions (torch's
+    `normalized_shape`), with biased variance (divide by N):
+
+    ```
+    y = (x - mean) * rsqrt(var + epsilon) * gamma + beta
+    ```
+
+    `gamma` (`scale`) and `beta` (`bias`) are optional; their shape is the
+    normalized (trailing) shape of `input` and their element type is that of
+    `input`. Computation is in f32; `output` has the type of `input`.
+
+    With `return_stats`, the op also returns `mean` and `rstd` in f32, shaped
+    like `torch.native_layer_norm`'s: the leading dimensions of `input`
+    followed by `normalized_rank` ones. A backward pass needs them.
+
+    Example:
+
+    ```mlir
+    %y = fff.layer_norm %x scale(%g : tensor<768xbf16>) bias(%b : tensor<768xbf16>)
+           {epsilon = 1.0e-05 : f32} : tensor<?x768xbf16>
+    %z, %mean, %rstd = fff.layer_norm %x return_stats : tensor<?x768xbf16>
+    // %mean, %rstd : tensor<?x1xf32>
+    %w = fff.layer_norm %x3d normalized_rank 2 : tensor<?x16x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensor:$input,
+    Optional<FFF_FloatTensor>:$gamma,
+    Optional<FFF_FloatTensor>:$beta,
+    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+    DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
+    UnitAttr:$return_stats
+  );
+  let results = (outs
+    FFF_FloatTensor:$output,
+    Variadic<FFF_F32Tensor>:$stats
+  );
+
+  let assemblyFormat = [{
+    $input (`scale` `(` $gamma^ `:` type($gamma) `)`)?
+    (`bias` `(` $beta^ `:` type($beta) `)`)?
+    (`normalized_rank` $normalized_rank^)? (`return_stats` $return_stats^)?
+    attr-dict `:` type($input)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The per-row mean, or null when the op was built without `return_stats`.
+    ::mlir::Value getMean() {
+      return getStats().empty() ? ::mlir::Value() : getStats()[0];
+    }
+    /// The per-row reciprocal standard deviation, or null.
+    ::mlir::Value getRstd() {
+      return getStats().empty() ? ::mlir::Value() : getStats()[1];
+    }
+  }];
+
+  let hasVerifier = 1;
+}
+
+def FFF_RMSNormOp : FFF_Op<"rms_norm", [
+    Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "Root-mean-square normalization over the trailing dimensions";
+  let description = [{
+    Normalizes `input` over its trailing `normalized_rank` dimensions, as
+    `torch.nn.RMSNorm` does:
+
+    ```
+    y = x * rsqrt(mean(x^2) + epsilon) * gamma
+    ```
+
+    `gamma` (`scale`) is optional; its shape is the normalized shape of
+    `input` and its element type that of `input`. Computation is in f32;
+    `output` has the type of `input`.
+
+    Example:
+
+    ```mlir
+    %y = fff.rms_norm %x scale(%g : tensor<4096xf16>)
+           {epsilon = 1.0e-06 : f32} : tensor<?x?x4096xf16>
+    %z = fff.rms_norm %x normalized_rank 2 : tensor<?x?x4096xf16>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensor:$input,
+    Optional<FFF_FloatTensor>:$gamma,
+    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+    DefaultValuedAttr<I64Attr, "1">:$normalized_rank
+  );
+  let results = (outs FFF_FloatTensor:$output);
+
+  let assemblyFormat = [{
+    $input (`scale` `(` $gamma^ `:` type($gamma) `)`)?
+    (`normalized_rank` $normalized_rank^)? attr-dict `:` type($input)
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tree-structured conditional feedforward layers
+//===----------------------------------------------------------------------===//
+
+def FFF_TreeFFNOp : FFF_Op<"tree_ffn", [
+    Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "UltraFastBERT fast feedforward layer (inference)";
+  let description = [{
+    `K` parallel binary trees of `N = 2^(depth+1) - 1` neurons each. Every
+    row of `input` walks one root-to-leaf path per tree and so uses
+    `depth + 1` neurons of each:
+
+    ```
+    for each row b, tree k:  node = 0
+      for level in 0..depth:
+        l = dot(x[b], w_in[k,node]) + b_in[k,node]
+        y[b] += act(l) * w_out[k,node]
+        node = 2*node + 1 + (l > 0 ? 1 : 0)        # exactly 0 goes left
+    y[b] += b_out
+    ```
+
+    | operand | shape              |
+    |---------|--------------------|
+    | `input` | `[B, Din]`         |
+    | `w_in`  | `[K, N, Din]`      |
+    | `b_in`  | `[K, N]`, optional |
+    | `w_out` | `[K, N, Dout]`     |
+    | `b_out` | `[Dout]`, optional |
+
+    Row `n` of `w_out` holds neuron `n`'s output weights (a PyTorch
+    `linear_out.weight` of shape `[Dout, K*N]` is transposed once on import).
+    All operands share one element type; computation is in f32 and the result
+    `[B, Dout]` has the element type of `input`.
+
+    Example (UltraFastBERT-1x11):
+
+    ```mlir
+    %y = fff.tree_ffn %x, %w_in bias(%b_in : tensor<1x4095xf32>), %w_out
+           bias(%b_out : tensor<768xf32>) {depth = 11 : i64}
+           : tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensorOfRank<2>:$input,
+    FFF_FloatTensorOfRank<3>:$w_in,
+    Optional<FFF_FloatTensorOfRank<2>>:$b_in,
+    FFF_FloatTensorOfRank<3>:$w_out,
+    Optional<FFF_FloatTensorOfRank<1>>:$b_out,
+    I64Attr:$depth,
+    DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::gelu">:$activation
+  );
+  let results = (outs FFF_FloatTensorOfRank<2>:$output);
+
+  let assemblyFormat = [{
+    $input `,` $w_in (`bias` `(` $b_in^ `:` type($b_in) `)`)? `,`
+    $w_out (`bias` `(` $b_out^ `:` type($b_out) `)`)? attr-dict
+    `:` type($input) `,` type($w_in) `,` type($w_out)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Number of neurons in one tree: 2^(depth+1) - 1.
+    int64_t getNumNodes() { return (int64_t(1) << (getDepth() + 1)) - 1; }
+  }];
+
+  let hasVerifier = 1;
+}
+
+def FFF_LeafTreeFFNOp : FFF_Op<"leaf_tree_ffn", [
+    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Original fast feedforward layer: routing tree over MLP leaves";
+  let description = [{
+    The FFF of Belcak & Wattenhofer (2023). A tree of `depth` levels of
+    routing hyperplanes picks one of `2^depth` small MLP leaves (width `W`)
+    per row:
+
+    ```
+    node = 0
+    repeat depth times:
+      s = dot(x[b], node_w[node]) + node_b[node]
+      node = 2*node + 1 + (s >= 0)                 # note >=, as in the paper's code
+    leaf = node - (2^depth - 1)
+    y[b] = act(x[b] @ w1[leaf] + b1[leaf]) @ w2[leaf] + b2[leaf]
+    ```
+
+    | operand  | shape                  |
+    |----------|------------------------|
+    | `input`  | `[B, Din]`             |
+    | `node_w` | `[2^depth - 1, Din]`   |
+    | `node_b` | `[2^depth - 1]`        |
+    | `w1`     | `[2^depth, Din, W]`    |
+    | `b1`     | `[2^depth, W]`         |
+    | `w2`     | `[2^depth, W, Dout]`   |
+    | `b2`     | `[2^depth, Dout]`      |
+
+    All operands share one element type; computation is in f32 and the result
+    `[B, Dout]` has the element type of `input`. The activation defaults to
+    `relu`.
+
+    Example:
+
+    ```mlir
+    %y = fff.leaf_tree_ffn %x, %node_w, %node_b, %w1, %b1, %w2, %b2 {depth = 3 : i64}
+           : tensor<?x64xf32>, tensor<7x64xf32>, tensor<7xf32>, tensor<8x64x16xf32>,
+             tensor<8x16xf32>, tensor<8x16x64xf32>, tensor<8x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensorOfRank<2>:$input,
+    FFF_FloatTensorOfRank<2>:$node_w,
+    FFF_FloatTensorOfRank<1>:$node_b,
+    FFF_FloatTensorOfRank<3>:$w1,
+    FFF_FloatTensorOfRank<2>:$b1,
+    FFF_FloatTensorOfRank<3>:$w2,
+    FFF_FloatTensorOfRank<2>:$b2,
+    I64Attr:$depth,
+    DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::relu">:$activation
+  );
+  let results = (outs FFF_FloatTensorOfRank<2>:$output);
+
+  let assemblyFormat = [{
+    $input `,` $node_w `,` $node_b `,` $w1 `,` $b1 `,` $w2 `,` $b2 attr-dict
+    `:` type($input) `,` type($node_w) `,` type($node_b) `,` type($w1) `,`
+    type($b1) `,` type($w2) `,` type($b2)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Number of routing nodes: 2^depth - 1.
+    int64_t getNumRoutingNodes() { return getNumLeaves() - 1; }
+    /// Number of MLP leaves: 2^depth.
+    int64_t getNumLeaves() { return int64_t(1) << getDepth(); }
+  }];
+
+  let hasVerifier = 1;
+}
+
+#endif // FFF_DIALECT_FFF_IR_FFFOPS_TD

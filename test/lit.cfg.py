@@ -1,0 +1,46 @@
+# -*- Python -*-
+# lit configuration for fff's regression tests.
+
+import os
+import shutil
+import sys
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FFF"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".py"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fff_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%fff_src_root", config.fff_src_root))
+config.substitutions.append(("%fff_obj_root", config.fff_obj_root))
+# The interpreter running lit (Debian's python3) is the one whose packages
+# (python3-numpy) the setup script installs; numeric tests run under it.
+config.substitutions.append(("%python", sys.executable))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.fff_tools_dir, config.llvm_tools_dir]
+tools = [ToolSubst("fff-opt", unresolved="fatal")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.fff_tools_dir, append_path=True)
+
+# Features for optional tools, so tests that need them are skipped cleanly.
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+try:
+    import numpy  # noqa: F401
+    config.available_features.add("numpy")
+except ImportError:
+    lit_config.note("numpy is not installed: numeric tests are skipped")
