@@ -1,0 +1,18 @@
+//===- FFFToLoops.h - fff to linalg/scf reference lowering ------*- C++ -*-===//
+
+#ifndef FFF_CONVERSION_FFFTOLOOPS_FFFTOLOOPS_H
+#define FFF_CONVERSION_FFFTOLOOPS_FFFTOLOOPS_H
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace fff {
+
+/// Patterns lowering every fff op to linalg.generic (norms) or scf loops over
+/// buffers (tree ops); see the `convert-fff-to-loops` pass.
+void populateFFFToLoopsPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace fff
+
+#endif // FFF_CONVERSION_FFFTOLOOPS_FFFTOLOOPS_H

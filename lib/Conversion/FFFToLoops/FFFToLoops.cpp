@@ -1,0 +1,581 @@
+//===- FFFToLoops.cpp - fff to linalg/scf reference lowering ----*- C++ -*-===//
+//
+// The CPU lowering of every fff op. It is written for clarity first: it is
+// the executable form of DESIGN.md's semantics that the numeric tests check
+// and that the GPU kernels are compared against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fff/Conversion/Passes.h"
+
+#include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "fff/Dialect/FFF/Utils/Activation.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace fff {
+#define GEN_PASS_DEF_CONVERTFFFTOLOOPS
+#include "fff/Conversion/Passes.h.inc"
+} // namespace fff
+
+using namespace mlir;
+using namespace fff;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Scalar helpers shared by all lowerings
+//===----------------------------------------------------------------------===//
+
+Value f32Constant(ImplicitLocOpBuilder &b, double value) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+}
+
+/// Widens an f16/bf16 scalar to f32; f32 passes through.
+Value toF32(ImplicitLocOpBuilder &b, Value value) {
+  if (value.getType().isF32())
+    return value;
+  return arith::ExtFOp::create(b, b.getF32Type(), value);
+}
+
+/// Narrows an f32 scalar to `type` (round to nearest even).
+Value fromF32(ImplicitLocOpBuilder &b, Value value, Type type) {
+  if (type.isF32())
+    return value;
+  return arith::TruncFOp::create(b, type, value);
+}
+
+//===----------------------------------------------------------------------===//
+// Norms: linalg.generic on tensors
+//===----------------------------------------------------------------------===//
+
+/// Index bookkeeping for a norm over the trailing `normalizedRank` dims of
+/// `input`: the "leading" dims index rows, the "normalized" dims are reduced.
+struct NormGeometry {
+  NormGeometry(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank)
+      : input(input), rank(cast<RankedTensorType>(input.getType()).getRank()),
+        leadingRank(rank - normalizedRank) {
+    MLIRContext *ctx = b.getContext();
+    identityMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    leadingMap = AffineMap::get(rank, 0,
+                                identityMap.getResults().take_front(leadingRank),
+                                ctx);
+    normalizedMap = AffineMap::get(
+        rank, 0, identityMap.getResults().drop_front(leadingRank), ctx);
+    sizes = tensor::getMixedSizes(b, b.getLoc(), input);
+  }
+
+  /// An f32 tensor over the leading dims, filled with zeros.
+  Value zeroRowTensor(ImplicitLocOpBuilder &b) const {
+    Value empty = tensor::EmptyOp::create(
+        b, ArrayRef(sizes).take_front(leadingRank), b.getF32Type());
+    return linalg::FillOp::create(b, f32Constant(b, 0.0), empty).getResult(0);
+  }
+
+  /// N, the number of normalized elements per row, as an f32 value.
+  Value normalizedCount(ImplicitLocOpBuilder &b) const {
+    Value count = arith::ConstantIndexOp::create(b, 1);
+    for (OpFoldResult size : ArrayRef(sizes).drop_front(leadingRank))
+      count = arith::MulIOp::create(
+          b, count, getValueOrCreateConstantIndexOp(b, b.getLoc(), size));
+    Value asInt = arith::IndexCastUIOp::create(b, b.getI64Type(), count);
+    return arith::UIToFPOp::create(b, b.getF32Type(), asInt);
+  }
+
+  /// sum over the normalized dims of `term(x)`, one f32 per row. `term` sees
+  /// the f32 value of x and the values of `rowInputs` (tensors over the
+  /// leading dims).
+  Value reduceRows(ImplicitLocOpBuilder &b, ValueRange rowInputs,
+                   function_ref<Value(ImplicitLocOpBuilder &, Value x,
+                                      ValueRange rowValues)>
+                       term) const {
+    SmallVector<Value> inputs{input};
+    inputs.append(rowInputs.begin(), rowInputs.end());
+    SmallVector<AffineMap> maps(1, identityMap);
+    maps.append(rowInputs.size() + 1, leadingMap);
+    SmallVector<utils::IteratorType> iterators(leadingRank,
+                                               utils::IteratorType::parallel);
+    iterators.append(rank - leadingRank, utils::IteratorType::reduction);
+    Value init = zeroRowTensor(b);
+    auto generic = linalg::GenericOp::create(
+        b, init.getType(), inputs, init, maps, iterators,
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Value x = toF32(nb, args.front());
+          Value t = term(nb, x, args.drop_front().drop_back());
+          linalg::YieldOp::create(nb, ValueRange{arith::AddFOp::create(
+                                          nb, args.back(), t)});
+        });
+    return generic.getResult(0);
+  }
+
+  /// Elementwise op over the whole input producing `resultType`. `compute`
+  /// gets the f32 value of x, the row values (`rowInputs`, indexed by the
+  /// leading dims) and the affine values (`paramInputs`, indexed by the
+  /// normalized dims, widened to f32).
+  Value mapElements(ImplicitLocOpBuilder &b, RankedTensorType resultType,
+                    ValueRange rowInputs, ValueRange paramInputs,
+                    function_ref<Value(ImplicitLocOpBuilder &, Value x,
+                                       ValueRange rowValues,
+                                       ValueRange paramValues)>
+                        compute) const {
+    SmallVector<Value> inputs{input};
+    inputs.append(rowInputs.begin(), rowInputs.end());
+    inputs.append(paramInputs.begin(), paramInputs.end());
+    SmallVector<AffineMap> maps(1, identityMap);
+    maps.append(rowInputs.size(), leadingMap);
+    maps.append(paramInputs.size(), normalizedMap);
+    maps.push_back(identityMap);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Value init =
+        tensor::EmptyOp::create(b, sizes, resultType.getElementType());
+    auto generic = linalg::GenericOp::create(
+        b, resultType, inputs, init, maps, iterators,
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          ValueRange rowValues = args.slice(1, rowInputs.size());
+          SmallVector<Value> paramValues;
+          for (Value param :
+               args.slice(1 + rowInputs.size(), paramInputs.size()))
+            paramValues.push_back(toF32(nb, param));
+          Value y = compute(nb, toF32(nb, args.front()), rowValues, paramValues);
+          linalg::YieldOp::create(
+              nb, ValueRange{fromF32(nb, y, resultType.getElementType())});
+        });
+    return generic.getResult(0);
+  }
+
+  Value input;
+  int64_t rank;
+  int64_t leadingRank;
+  AffineMap identityMap, leadingMap, normalizedMap;
+  SmallVector<OpFoldResult> sizes;
+};
+
+/// Multiplies by gamma and adds beta where present.
+Value applyAffine(ImplicitLocOpBuilder &b, Value y, Value gamma, Value beta,
+                  ValueRange paramValues) {
+  unsigned next = 0;
+  if (gamma)
+    y = arith::MulFOp::create(b, y, paramValues[next++]);
+  if (beta)
+    y = arith::AddFOp::create(b, y, paramValues[next++]);
+  return y;
+}
+
+/// rsqrt(sum * invCount + epsilon)
+Value reciprocalStdDev(ImplicitLocOpBuilder &b, Value sum, Value invCount,
+                       Value epsilon) {
+  Value variance = arith::MulFOp::create(b, sum, invCount);
+  return math::RsqrtOp::create(b, arith::AddFOp::create(b, variance, epsilon));
+}
+
+struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    NormGeometry geometry(b, adaptor.getInput(), op.getNormalizedRank());
+    Value invCount =
+        arith::DivFOp::create(b, f32Constant(b, 1.0), geometry.normalizedCount(b));
+    Value epsilon =
+        f32Constant(b, op.getEpsilon().convertToFloat());
+
+    // Two passes over each row: the mean, then the centred sum of squares,
+    // which stays accurate where E[x^2] - E[x]^2 would cancel.
+    Value sum = geometry.reduceRows(
+        b, {}, [](ImplicitLocOpBuilder &, Value x, ValueRange) { return x; });
+    Value centredSquares = geometry.reduceRows(
+        b, sum, [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
+          Value mean = arith::MulFOp::create(nb, row[0], invCount);
+          Value centred = arith::SubFOp::create(nb, x, mean);
+          return arith::MulFOp::create(nb, centred, centred).getResult();
+        });
+
+    SmallVector<Value> params;
+    for (Value param : {adaptor.getGamma(), adaptor.getBeta()})
+      if (param)
+        params.push_back(param);
+    Value normalized = geometry.mapElements(
+        b, op.getOutput().getType(), ValueRange{sum, centredSquares}, params,
+        [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row,
+            ValueRange paramValues) {
+          Value mean = arith::MulFOp::create(nb, row[0], invCount);
+          Value rstd = reciprocalStdDev(nb, row[1], invCount, epsilon);
+          Value y = arith::MulFOp::create(
+              nb, arith::SubFOp::create(nb, x, mean), rstd);
+          return applyAffine(nb, y, adaptor.getGamma(), adaptor.getBeta(),
+                             paramValues);
+        });
+
+    SmallVector<Value> results{normalized};
+    if (op.getReturnStats()) {
+      auto [mean, rstd] =
+          buildStats(b, geometry, sum, centredSquares, invCount, epsilon);
+      results.push_back(expandStats(b, op.getMean(), mean));
+      results.push_back(expandStats(b, op.getRstd(), rstd));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// mean and rstd per row, as two f32 tensors over the leading dims.
+  static std::pair<Value, Value> buildStats(ImplicitLocOpBuilder &b,
+                                            const NormGeometry &geometry,
+                                            Value sum, Value centredSquares,
+                                            Value invCount, Value epsilon) {
+    int64_t rows = geometry.leadingRank;
+    MLIRContext *ctx = b.getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rows, ctx);
+    Value meanInit = geometry.zeroRowTensor(b);
+    Value rstdInit = geometry.zeroRowTensor(b);
+    auto generic = linalg::GenericOp::create(
+        b, TypeRange{meanInit.getType(), rstdInit.getType()},
+        ValueRange{sum, centredSquares}, ValueRange{meanInit, rstdInit},
+        SmallVector<AffineMap>(4, identity),
+        SmallVector<utils::IteratorType>(rows, utils::IteratorType::parallel),
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          Value mean = arith::MulFOp::create(nb, args[0], invCount);
+          Value rstd = reciprocalStdDev(nb, args[1], invCount, epsilon);
+          linalg::YieldOp::create(nb, ValueRange{mean, rstd});
+        });
+    return {generic.getResult(0), generic.getResult(1)};
+  }
+
+  /// Reshapes a per-row tensor to torch's stats shape: leading dims, then
+  /// `normalized_rank` ones.
+  static Value expandStats(ImplicitLocOpBuilder &b, Value statsResult,
+                           Value perRow) {
+    auto resultType = cast<RankedTensorType>(statsResult.getType());
+    auto rowType = cast<RankedTensorType>(perRow.getType());
+    SmallVector<ReassociationIndices> reassociation;
+    for (int64_t dim = 0; dim < rowType.getRank(); ++dim)
+      reassociation.push_back({dim});
+    // The trailing ones join the last leading dim's group; with no leading
+    // dims the reassociation is empty (a scalar expanded to all ones).
+    if (!reassociation.empty())
+      for (int64_t dim = rowType.getRank(); dim < resultType.getRank(); ++dim)
+        reassociation.back().push_back(dim);
+    return tensor::ExpandShapeOp::create(b, resultType, perRow, reassociation);
+  }
+};
+
+struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    NormGeometry geometry(b, adaptor.getInput(), op.getNormalizedRank());
+    Value invCount =
+        arith::DivFOp::create(b, f32Constant(b, 1.0), geometry.normalizedCount(b));
+    Value epsilon = f32Constant(b, op.getEpsilon().convertToFloat());
+
+    Value sumSquares = geometry.reduceRows(
+        b, {}, [](ImplicitLocOpBuilder &nb, Value x, ValueRange) {
+          return arith::MulFOp::create(nb, x, x).getResult();
+        });
+    SmallVector<Value> params;
+    if (adaptor.getGamma())
+      params.push_back(adaptor.getGamma());
+    Value normalized = geometry.mapElements(
+        b, op.getOutput().getType(), sumSquares, params,
+        [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row,
+            ValueRange paramValues) {
+          Value rrms = reciprocalStdDev(nb, row[0], invCount, epsilon);
+          Value y = arith::MulFOp::create(nb, x, rrms);
+          return applyAffine(nb, y, adaptor.getGamma(), Value(), paramValues);
+        });
+    rewriter.replaceOp(op, normalized);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Tree ops: scf loops over buffers
+//===----------------------------------------------------------------------===//
+
+/// Emits the scalar loop nests of the tree ops over buffers.
+class BufferLoopBuilder {
+public:
+  explicit BufferLoopBuilder(ImplicitLocOpBuilder &b) : b(b) {}
+
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
+
+  /// A read-only view of `tensor` as a buffer; null stays null.
+  Value buffer(Value tensor) {
+    if (!tensor)
+      return Value();
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    return bufferization::ToBufferOp::create(b, memrefType, tensor,
+                                             /*read_only=*/true);
+  }
+
+  Value dim(Value buffer, int64_t dim) {
+    return memref::DimOp::create(b, buffer, dim);
+  }
+
+  /// buffer[indices], widened to f32.
+  Value load(Value buffer, ValueRange indices) {
+    return toF32(b, memref::LoadOp::create(b, buffer, indices));
+  }
+
+  /// `for iv in [0, upper)`, threading `inits` through `body`, which returns
+  /// the next values. Returns the final values.
+  SmallVector<Value>
+  loop(Value upper, ValueRange inits,
+       function_ref<SmallVector<Value>(Value iv, ValueRange carried)> body) {
+    auto forOp = scf::ForOp::create(
+        b, index(0), upper, index(1), inits,
+        [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, body(iv, carried));
+        });
+    return llvm::to_vector_of<Value>(forOp.getResults());
+  }
+
+  void loop(Value upper, function_ref<void(Value iv)> body) {
+    loop(upper, {}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+
+  /// sum over i in [0, upper) of lhs(i) * rhs(i), in f32.
+  Value dot(Value upper, function_ref<Value(Value)> lhs,
+            function_ref<Value(Value)> rhs) {
+    return loop(upper, f32Constant(b, 0.0), [&](Value i, ValueRange acc) {
+      Value product = arith::MulFOp::create(b, lhs(i), rhs(i));
+      return SmallVector<Value>{arith::AddFOp::create(b, acc[0], product)};
+    })[0];
+  }
+
+  /// acc[row, j] += scale * vector(j) for j in [0, size).
+  void accumulateRow(Value acc, Value row, Value size, Value scale,
+                     function_ref<Value(Value)> vector) {
+    loop(size, [&](Value j) {
+      Value old = memref::LoadOp::create(b, acc, ValueRange{row, j});
+      Value update = arith::MulFOp::create(b, scale, vector(j));
+      memref::StoreOp::create(b, arith::AddFOp::create(b, old, update), acc,
+                              ValueRange{row, j});
+    });
+  }
+
+  /// 2 * node + 1 + (goRight ? 1 : 0): the child a routing decision picks.
+  Value child(Value node, Value goRight) {
+    Value twice = arith::MulIOp::create(b, node, index(2));
+    Value right = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        arith::ExtUIOp::create(b, b.getI64Type(), goRight));
+    return arith::AddIOp::create(
+        b, arith::AddIOp::create(b, twice, index(1)), right);
+  }
+
+  /// Allocates a [rows, cols] f32 accumulator.
+  Value allocAccumulator(Value rows, Value cols) {
+    auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                b.getF32Type());
+    return memref::AllocOp::create(b, type, ValueRange{rows, cols});
+  }
+
+  /// Returns the f32 accumulator as a tensor of `resultType`, narrowing it
+  /// into a fresh buffer first for f16/bf16.
+  Value finish(Value acc, RankedTensorType resultType) {
+    Value result = acc;
+    Type elementType = resultType.getElementType();
+    if (!elementType.isF32()) {
+      Value rows = dim(acc, 0), cols = dim(acc, 1);
+      auto type = MemRefType::get(
+          {ShapedType::kDynamic, ShapedType::kDynamic}, elementType);
+      result = memref::AllocOp::create(b, type, ValueRange{rows, cols});
+      loop(rows, [&](Value r) {
+        loop(cols, [&](Value c) {
+          Value value = memref::LoadOp::create(b, acc, ValueRange{r, c});
+          memref::StoreOp::create(b, fromF32(b, value, elementType), result,
+                                  ValueRange{r, c});
+        });
+      });
+      memref::DeallocOp::create(b, acc);
+    }
+    auto castType = MemRefType::get(resultType.getShape(), elementType);
+    if (castType != result.getType())
+      result = memref::CastOp::create(b, castType, result);
+    return bufferization::ToTensorOp::create(b, resultType, result,
+                                             /*restrict=*/true,
+                                             /*writable=*/true);
+  }
+
+private:
+  ImplicitLocOpBuilder &b;
+};
+
+struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TreeFFNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    BufferLoopBuilder lb(b);
+    Value x = lb.buffer(adaptor.getInput());
+    Value wIn = lb.buffer(adaptor.getWIn());
+    Value bIn = lb.buffer(adaptor.getBIn());
+    Value wOut = lb.buffer(adaptor.getWOut());
+    Value bOut = lb.buffer(adaptor.getBOut());
+    Value rows = lb.dim(x, 0), inWidth = lb.dim(x, 1);
+    Value trees = lb.dim(wIn, 0), outWidth = lb.dim(wOut, 2);
+    Value levels = lb.index(op.getDepth() + 1);
+    Value zero = f32Constant(b, 0.0);
+
+    Value acc = lb.allocAccumulator(rows, outWidth);
+    lb.loop(rows, [&](Value row) {
+      lb.loop(outWidth, [&](Value j) {
+        Value init = bOut ? lb.load(bOut, j) : zero;
+        memref::StoreOp::create(b, init, acc, ValueRange{row, j});
+      });
+      lb.loop(trees, [&](Value tree) {
+        lb.loop(levels, lb.index(0), [&](Value, ValueRange carried) {
+          Value node = carried[0];
+          Value logit = lb.dot(
+              inWidth, [&](Value i) { return lb.load(x, {row, i}); },
+              [&](Value i) { return lb.load(wIn, {tree, node, i}); });
+          if (bIn)
+            logit = arith::AddFOp::create(b, logit,
+                                          lb.load(bIn, {tree, node}));
+          Value activated =
+              buildActivation(b, b.getLoc(), op.getActivation(), logit);
+          lb.accumulateRow(acc, row, outWidth, activated, [&](Value j) {
+            return lb.load(wOut, {tree, node, j});
+          });
+          // Exactly zero goes left.
+          Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                                logit, zero);
+          return SmallVector<Value>{lb.child(node, goRight)};
+        });
+      });
+    });
+    rewriter.replaceOp(op, lb.finish(acc, op.getOutput().getType()));
+    return success();
+  }
+};
+
+struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LeafTreeFFNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    BufferLoopBuilder lb(b);
+    Value x = lb.buffer(adaptor.getInput());
+    Value nodeW = lb.buffer(adaptor.getNodeW());
+    Value nodeB = lb.buffer(adaptor.getNodeB());
+    Value w1 = lb.buffer(adaptor.getW1()), b1 = lb.buffer(adaptor.getB1());
+    Value w2 = lb.buffer(adaptor.getW2()), b2 = lb.buffer(adaptor.getB2());
+    Value rows = lb.dim(x, 0), inWidth = lb.dim(x, 1);
+    Value hiddenWidth = lb.dim(w1, 2), outWidth = lb.dim(w2, 2);
+    Value zero = f32Constant(b, 0.0);
+
+    Value acc = lb.allocAccumulator(rows, outWidth);
+    // One row's hidden activations, reused across rows.
+    Value hidden = memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+        ValueRange{hiddenWidth});
+    lb.loop(rows, [&](Value row) {
+      Value node = lb.loop(lb.index(op.getDepth()), lb.index(0),
+                           [&](Value, ValueRange carried) {
+                             Value node = carried[0];
+                             Value score = arith::AddFOp::create(
+                                 b,
+                                 lb.dot(
+                                     inWidth,
+                                     [&](Value i) {
+                                       return lb.load(x, {row, i});
+                                     },
+                                     [&](Value i) {
+                                       return lb.load(nodeW, {node, i});
+                                     }),
+                                 lb.load(nodeB, node));
+                             // Zero goes right here (s >= 0), as in the
+                             // original FFF code.
+                             Value goRight = arith::CmpFOp::create(
+                                 b, arith::CmpFPredicate::OGE, score, zero);
+                             return SmallVector<Value>{lb.child(node, goRight)};
+                           })[0];
+      Value leaf = arith::SubIOp::create(
+          b, node, lb.index(op.getNumRoutingNodes()));
+
+      // hidden = act(x[row] @ w1[leaf] + b1[leaf]), accumulated row by row of
+      // w1 so that the inner loop walks contiguous memory.
+      lb.loop(hiddenWidth, [&](Value w) {
+        memref::StoreOp::create(b, lb.load(b1, {leaf, w}), hidden, w);
+      });
+      lb.loop(inWidth, [&](Value i) {
+        Value xi = lb.load(x, {row, i});
+        lb.loop(hiddenWidth, [&](Value w) {
+          Value old = memref::LoadOp::create(b, hidden, w);
+          Value update = arith::MulFOp::create(b, xi, lb.load(w1, {leaf, i, w}));
+          memref::StoreOp::create(b, arith::AddFOp::create(b, old, update),
+                                  hidden, w);
+        });
+      });
+
+      // acc[row] = b2[leaf] + act(hidden) @ w2[leaf]
+      lb.loop(outWidth, [&](Value j) {
+        memref::StoreOp::create(b, lb.load(b2, {leaf, j}), acc,
+                                ValueRange{row, j});
+      });
+      lb.loop(hiddenWidth, [&](Value w) {
+        Value activated = buildActivation(
+            b, b.getLoc(), op.getActivation(),
+            memref::LoadOp::create(b, hidden, w));
+        lb.accumulateRow(acc, row, outWidth, activated, [&](Value j) {
+          return lb.load(w2, {leaf, w, j});
+        });
+      });
+    });
+    memref::DeallocOp::create(b, hidden);
+    rewriter.replaceOp(op, lb.finish(acc, op.getOutput().getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertFFFToLoopsPass
+    : fff::impl::ConvertFFFToLoopsBase<ConvertFFFToLoopsPass> {
+  void runOnOperation() override {
+    ConversionTarget target(getContext());
+    target.addIllegalDialect<FFFDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    populateFFFToLoopsPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void fff::populateFFFToLoopsPatterns(RewritePatternSet &patterns) {
+  patterns.add<LayerNormLowering, RMSNormLowering, TreeFFNLowering,
+               LeafTreeFFNLowering>(patterns.getContext());
+}

@@ -1,0 +1,55 @@
+//===- Pipelines.cpp - fff's end-to-end pass pipelines ----------*- C++ -*-===//
+
+#include "fff/Pipelines/Pipelines.h"
+
+#include "fff/Conversion/Passes.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void fff::buildCPUPipeline(OpPassManager &pm) {
+  // fff ops and elementwise tensor math -> linalg / scf on tensors.
+  pm.addPass(createConvertFFFToLoops());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+
+  // Tensors -> buffers, with deallocation of everything not returned.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  // Buffers and loops -> LLVM.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Math ops with an LLVM intrinsic go to LLVM first; what remains (erf,
+  // tanh) becomes a libm call.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true; // bf16 <-> f32 in integer ops: no libcalls needed
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void fff::registerFFFPipelines() {
+  PassPipelineRegistration<>(
+      "fff-cpu-pipeline",
+      "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
+      buildCPUPipeline);
+}
