@@ -32,6 +32,10 @@ tools = [ToolSubst("fff-opt", unresolved="fatal"), ToolSubst("fff-run", unresolv
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fff_tools_dir, append_path=True)
+# Numeric tests import their shared helpers (fffcheck.py) from test/Inputs and
+# run fff-run from the build tree.
+llvm_config.with_environment("PYTHONPATH", os.path.join(config.test_source_root, "Inputs"), append_path=True)
+llvm_config.with_environment("FFF_RUN", os.path.join(config.fff_tools_dir, "fff-run"))
 
 # Features for optional tools, so tests that need them are skipped cleanly.
 ptxas = shutil.which("ptxas") or (

@@ -79,6 +79,50 @@ struct NormGeometry {
     return linalg::FillOp::create(b, f32Constant(b, 0.0), empty).getResult(0);
   }
 
+  /// An f32 tensor over the leading dims whose element is
+  /// `compute(rowValues)`, where `rowValues` are the elements of `rowInputs`
+  /// (tensors over the leading dims) at the same row.
+  Value mapRows(ImplicitLocOpBuilder &b, ValueRange rowInputs,
+                function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> compute)
+      const {
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(leadingRank, b.getContext());
+    Value init = zeroRowTensor(b);
+    auto generic = linalg::GenericOp::create(
+        b, init.getType(), rowInputs, init,
+        SmallVector<AffineMap>(rowInputs.size() + 1, identity),
+        SmallVector<utils::IteratorType>(leadingRank,
+                                         utils::IteratorType::parallel),
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          linalg::YieldOp::create(nb,
+                                  ValueRange{compute(nb, args.drop_back())});
+        });
+    return generic.getResult(0);
+  }
+
+  /// The first normalized element of each row, in f32. Summing `x - pivot`
+  /// instead of `x` keeps the f32 mean accurate when |mean| >> stddev.
+  Value rowPivot(ImplicitLocOpBuilder &b) const {
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineExpr> firstElement;
+    for (int64_t dim = 0; dim < rank; ++dim)
+      firstElement.push_back(dim < leadingRank ? getAffineDimExpr(dim, ctx)
+                                               : getAffineConstantExpr(0, ctx));
+    AffineMap pivotMap = AffineMap::get(leadingRank, 0, firstElement, ctx);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(leadingRank, ctx);
+    Value init = zeroRowTensor(b);
+    auto generic = linalg::GenericOp::create(
+        b, init.getType(), input, init, ArrayRef<AffineMap>{pivotMap, identity},
+        SmallVector<utils::IteratorType>(leadingRank,
+                                         utils::IteratorType::parallel),
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder nb(loc, nested);
+          linalg::YieldOp::create(nb, ValueRange{toF32(nb, args[0])});
+        });
+    return generic.getResult(0);
+  }
+
   /// N, the number of normalized elements per row, as an f32 value.
   Value normalizedCount(ImplicitLocOpBuilder &b) const {
     Value count = arith::ConstantIndexOp::create(b, 1);
@@ -191,14 +235,23 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     Value epsilon =
         f32Constant(b, op.getEpsilon().convertToFloat());
 
-    // Two passes over each row: the mean, then the centred sum of squares,
-    // which stays accurate where E[x^2] - E[x]^2 would cancel.
-    Value sum = geometry.reduceRows(
-        b, {}, [](ImplicitLocOpBuilder &, Value x, ValueRange) { return x; });
+    // Two passes over each row: the mean (of values shifted by a pivot),
+    // then the centred sum of squares, which stays accurate where
+    // E[x^2] - E[x]^2 would cancel.
+    Value pivot = geometry.rowPivot(b);
+    Value shiftedSum = geometry.reduceRows(
+        b, pivot, [](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
+          return arith::SubFOp::create(nb, x, row[0]).getResult();
+        });
+    Value mean = geometry.mapRows(
+        b, ValueRange{pivot, shiftedSum},
+        [&](ImplicitLocOpBuilder &nb, ValueRange row) {
+          Value shift = arith::MulFOp::create(nb, row[1], invCount);
+          return arith::AddFOp::create(nb, row[0], shift).getResult();
+        });
     Value centredSquares = geometry.reduceRows(
-        b, sum, [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
-          Value mean = arith::MulFOp::create(nb, row[0], invCount);
-          Value centred = arith::SubFOp::create(nb, x, mean);
+        b, mean, [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
+          Value centred = arith::SubFOp::create(nb, x, row[0]);
           return arith::MulFOp::create(nb, centred, centred).getResult();
         });
 
@@ -207,50 +260,27 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
       if (param)
         params.push_back(param);
     Value normalized = geometry.mapElements(
-        b, op.getOutput().getType(), ValueRange{sum, centredSquares}, params,
+        b, op.getOutput().getType(), ValueRange{mean, centredSquares}, params,
         [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row,
             ValueRange paramValues) {
-          Value mean = arith::MulFOp::create(nb, row[0], invCount);
           Value rstd = reciprocalStdDev(nb, row[1], invCount, epsilon);
           Value y = arith::MulFOp::create(
-              nb, arith::SubFOp::create(nb, x, mean), rstd);
+              nb, arith::SubFOp::create(nb, x, row[0]), rstd);
           return applyAffine(nb, y, adaptor.getGamma(), adaptor.getBeta(),
                              paramValues);
         });
 
     SmallVector<Value> results{normalized};
     if (op.getReturnStats()) {
-      auto [mean, rstd] =
-          buildStats(b, geometry, sum, centredSquares, invCount, epsilon);
+      Value rstd = geometry.mapRows(
+          b, centredSquares, [&](ImplicitLocOpBuilder &nb, ValueRange row) {
+            return reciprocalStdDev(nb, row[0], invCount, epsilon);
+          });
       results.push_back(expandStats(b, op.getMean(), mean));
       results.push_back(expandStats(b, op.getRstd(), rstd));
     }
     rewriter.replaceOp(op, results);
     return success();
-  }
-
-  /// mean and rstd per row, as two f32 tensors over the leading dims.
-  static std::pair<Value, Value> buildStats(ImplicitLocOpBuilder &b,
-                                            const NormGeometry &geometry,
-                                            Value sum, Value centredSquares,
-                                            Value invCount, Value epsilon) {
-    int64_t rows = geometry.leadingRank;
-    MLIRContext *ctx = b.getContext();
-    AffineMap identity = AffineMap::getMultiDimIdentityMap(rows, ctx);
-    Value meanInit = geometry.zeroRowTensor(b);
-    Value rstdInit = geometry.zeroRowTensor(b);
-    auto generic = linalg::GenericOp::create(
-        b, TypeRange{meanInit.getType(), rstdInit.getType()},
-        ValueRange{sum, centredSquares}, ValueRange{meanInit, rstdInit},
-        SmallVector<AffineMap>(4, identity),
-        SmallVector<utils::IteratorType>(rows, utils::IteratorType::parallel),
-        [&](OpBuilder &nested, Location loc, ValueRange args) {
-          ImplicitLocOpBuilder nb(loc, nested);
-          Value mean = arith::MulFOp::create(nb, args[0], invCount);
-          Value rstd = reciprocalStdDev(nb, args[1], invCount, epsilon);
-          linalg::YieldOp::create(nb, ValueRange{mean, rstd});
-        });
-    return {generic.getResult(0), generic.getResult(1)};
   }
 
   /// Reshapes a per-row tensor to torch's stats shape: leading dims, then

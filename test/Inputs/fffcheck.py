@@ -1,0 +1,132 @@
+"""Helpers for fff's numeric tests: run a function through fff-run on numpy
+arrays, move data between f32/f16/bf16, and compare against float64
+references with stated tolerances.
+
+The references live in each test, written independently of the lowering
+(vectorised numpy in float64), never derived from fff's own code.
+"""
+
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+FFF_RUN = os.environ.get("FFF_RUN", "fff-run")
+
+# Relative-norm tolerances ||actual - expected|| / ||expected||. The kernels
+# compute in f32 from the same rounded inputs, so the error is the f32
+# accumulation error plus one rounding of the result to the output type.
+TOLERANCE = {"f32": 2e-5, "f16": 1e-3, "bf16": 6e-3}
+
+MLIR_TYPE = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
+
+
+def to_bf16_bits(values):
+    """Rounds float values to bf16 (nearest even) and returns the uint16 bits."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def quantize(values, dtype):
+    """Returns (array to hand to fff-run, the float64 values it represents)."""
+    values = np.asarray(values, dtype=np.float32)
+    if dtype == "f32":
+        return values, values.astype(np.float64)
+    if dtype == "f16":
+        half = values.astype(np.float16)
+        return half, half.astype(np.float64)
+    if dtype == "bf16":
+        bits = to_bf16_bits(values)
+        return bits, from_bf16_bits(bits).astype(np.float64)
+    raise ValueError(dtype)
+
+
+def dequantize(array, dtype):
+    if dtype == "bf16":
+        return from_bf16_bits(array).astype(np.float64)
+    return np.asarray(array).astype(np.float64)
+
+
+def tensor_type(shape, dtype):
+    dims = "x".join("?" if d is None else str(d) for d in shape)
+    return f"tensor<{dims}x{MLIR_TYPE[dtype]}>" if shape else f"tensor<{MLIR_TYPE[dtype]}>"
+
+
+def run(mlir, func, args, num_results, extra_flags=()):
+    """Runs @func of the MLIR text on `args` through fff-run; returns results."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "input.mlir")
+        with open(path, "w") as f:
+            f.write(mlir)
+        command = [FFF_RUN, path, "-e", func, *extra_flags]
+        for i, arg in enumerate(args):
+            arg_path = os.path.join(tmp, f"arg{i}.npy")
+            np.save(arg_path, np.ascontiguousarray(arg))
+            command += ["--arg", arg_path]
+        outs = [os.path.join(tmp, f"out{i}.npy") for i in range(num_results)]
+        for out in outs:
+            command += ["--out", out]
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"fff-run failed ({proc.returncode}):\n{proc.stderr}\n--- input ---\n{mlir}")
+        return [np.load(out) for out in outs]
+
+
+def relative_error(actual, expected, scale=None):
+    """||actual - expected|| / ||scale||, where scale defaults to expected."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = np.linalg.norm(expected if scale is None else scale)
+    diff = np.linalg.norm(actual - expected)
+    return diff / scale if scale > 0 else diff
+
+
+class Checker:
+    """Collects comparisons; prints one line per case and fails at the end."""
+
+    def __init__(self):
+        self.failures = []
+        self.count = 0
+
+    def close(self, name, actual, expected, tolerance, scale=None):
+        self.count += 1
+        if np.asarray(actual).shape != np.asarray(expected).shape:
+            self.failures.append(f"{name}: shape {np.shape(actual)} != {np.shape(expected)}")
+            return
+        error = relative_error(actual, expected, scale)
+        ok = error <= tolerance and np.all(np.isfinite(actual))
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: relative error {error:.2e} (tolerance {tolerance:.0e})")
+        if not ok:
+            self.failures.append(f"{name}: relative error {error:.3e} > {tolerance:.0e}")
+
+    def equal(self, name, actual, expected):
+        self.count += 1
+        ok = np.array_equal(actual, expected)
+        print(f"{'ok  ' if ok else 'FAIL'} {name}")
+        if not ok:
+            self.failures.append(f"{name}: {actual!r} != {expected!r}")
+
+    def finish(self):
+        if self.failures:
+            sys.exit(f"{len(self.failures)} of {self.count} checks failed:\n" + "\n".join(self.failures))
+        print(f"all {self.count} checks passed")
+
+
+# Activations in float64, written from their definitions.
+_erf = np.vectorize(math.erf)
+
+ACTIVATIONS = {
+    "gelu": lambda v: 0.5 * v * (1.0 + _erf(v / math.sqrt(2.0))),
+    "gelu_tanh": lambda v: 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3))),
+    "relu": lambda v: np.maximum(v, 0.0),
+    "silu": lambda v: v / (1.0 + np.exp(-v)),
+    "identity": lambda v: v,
+}
