@@ -416,7 +416,9 @@ public:
         b, arith::AddIOp::create(b, twice, index(1)), right);
   }
 
-  /// Allocates a [rows, cols] f32 accumulator.
+  /// Allocates a [rows, cols] f32 accumulator. Buffers allocated here are
+  /// freed by the buffer deallocation pipeline that runs after
+  /// bufferization, which rejects explicit deallocations.
   Value allocAccumulator(Value rows, Value cols) {
     auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
                                 b.getF32Type());
@@ -440,7 +442,6 @@ public:
                                   ValueRange{r, c});
         });
       });
-      memref::DeallocOp::create(b, acc);
     }
     auto castType = MemRefType::get(resultType.getShape(), elementType);
     if (castType != result.getType())
@@ -579,7 +580,6 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
         });
       });
     });
-    memref::DeallocOp::create(b, hidden);
     rewriter.replaceOp(op, lb.finish(acc, op.getOutput().getType()));
     return success();
   }

@@ -1,0 +1,85 @@
+# leaf_tree_ffn through --fff-cpu-pipeline and fff-run, against a float64
+# numpy reference, including the leaf each row is routed to.
+#
+# REQUIRES: numpy
+# RUN: %python %s | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+
+import numpy as np
+
+from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+
+rng = np.random.default_rng(8)
+check = Checker()
+
+
+def leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    """Routes all rows at once, then gathers each row's leaf MLP."""
+    rows = x.shape[0]
+    node = np.zeros(rows, dtype=np.int64)
+    scores = np.zeros((rows, depth))
+    for level in range(depth):
+        score = np.einsum("bi,bi->b", x, node_w[node]) + node_b[node]
+        scores[:, level] = score
+        node = 2 * node + 1 + (score >= 0)
+    leaf = node - (2**depth - 1)
+    hidden = ACTIVATIONS[activation](np.einsum("bi,biw->bw", x, w1[leaf]) + b1[leaf])
+    return np.einsum("bw,bwo->bo", hidden, w2[leaf]) + b2[leaf], leaf, scores
+
+
+def mlir_for(name, dtype, rows, din, width, dout, depth, activation, dynamic):
+    leaves = 2**depth
+    types = [tensor_type((None if dynamic else rows, din), dtype),
+             tensor_type((leaves - 1, din), dtype), tensor_type((leaves - 1,), dtype),
+             tensor_type((leaves, din, width), dtype), tensor_type((leaves, width), dtype),
+             tensor_type((leaves, width, dout), dtype), tensor_type((leaves, dout), dtype)]
+    yt = tensor_type((None if dynamic else rows, dout), dtype)
+    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
+    signature = ", ".join(f"%{n}: {t}" for n, t in zip(names, types))
+    operands = ", ".join(f"%{n}" for n in names)
+    return (f"func.func @{name}({signature}) -> {yt} {{\n"
+            f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}\n"
+            f"         : {', '.join(types)}\n"
+            f"  return %y : {yt}\n}}")
+
+
+def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
+    leaves = 2**depth
+    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
+    nw_arr, nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
+    nb_arr, nb = quantize(rng.standard_normal(leaves - 1) * 0.3, dtype)
+    w1_arr, w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
+    b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.3, dtype)
+    w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
+    b2_arr, b2 = quantize(rng.standard_normal((leaves, dout)), dtype)
+
+    (y,) = run(mlir_for("f", dtype, rows, din, width, dout, depth, activation, dynamic),
+               "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1)
+    ref, leaf, scores = leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation)
+    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(nw).max() * np.sqrt(din)
+    keep = np.all(np.abs(scores) > margin[:, None], axis=1)
+    name = f"{dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
+    check.close(f"leaf_tree_ffn {name} ({keep.sum()}/{rows} rows)", dequantize(y, dtype)[keep], ref[keep], TOLERANCE[dtype])
+
+    # The route, read back through the op: with w1 = 0, b1 = 1 (W = 1), relu,
+    # w2[l] = one-hot(l) and b2 = 0, output column l is 1 exactly for the leaf
+    # the row was routed to.
+    probe_w1, _ = quantize(np.zeros((leaves, din, 1)), dtype)
+    probe_b1, _ = quantize(np.ones((leaves, 1)), dtype)
+    probe_w2, _ = quantize(np.eye(leaves).reshape(leaves, 1, leaves), dtype)
+    probe_b2, _ = quantize(np.zeros((leaves, leaves)), dtype)
+    (onehot,) = run(mlir_for("route", dtype, rows, din, 1, leaves, depth, "relu", dynamic),
+                    "route", [x_arr, nw_arr, nb_arr, probe_w1, probe_b1, probe_w2, probe_b2], 1)
+    onehot = dequantize(onehot, dtype)
+    check.equal(f"leaf_tree_ffn route {name}", onehot[keep], np.eye(leaves)[leaf[keep]])
+
+
+for depth in range(1, 9):
+    for width in (1, 32):
+        case("f32", 29, 40, width, 24, depth, dynamic=depth % 2 == 0)
+for activation in ("gelu", "gelu_tanh", "silu", "identity"):
+    case("f32", 13, 17, 8, 5, 3, activation)
+for dtype in ("f16", "bf16"):
+    case(dtype, 21, 64, 32, 48, 4, "gelu")
+    case(dtype, 1, 3, 1, 1, 2, "relu", dynamic=False)
+check.finish()

@@ -1,0 +1,112 @@
+# tree_ffn through --fff-cpu-pipeline and fff-run, against a float64 numpy
+# reference, including the route each row takes through each tree.
+#
+# REQUIRES: numpy
+# RUN: %python %s | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+
+import numpy as np
+
+from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+
+rng = np.random.default_rng(11)
+check = Checker()
+
+
+def tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation):
+    """Walks all rows level by level (vectorised over rows, unlike the
+    row-by-row lowering). Returns y, the visited nodes [B, K, depth+1] and the
+    logits along the path."""
+    rows, trees = x.shape[0], w_in.shape[0]
+    act = ACTIVATIONS[activation]
+    y = np.zeros((rows, w_out.shape[2]))
+    route = np.zeros((rows, trees, depth + 1), dtype=np.int64)
+    logits = np.zeros((rows, trees, depth + 1))
+    for k in range(trees):
+        node = np.zeros(rows, dtype=np.int64)
+        for level in range(depth + 1):
+            logit = np.einsum("bi,bi->b", x, w_in[k, node])
+            if b_in is not None:
+                logit = logit + b_in[k, node]
+            y += act(logit)[:, None] * w_out[k, node]
+            route[:, k, level] = node
+            logits[:, k, level] = logit
+            node = 2 * node + 1 + (logit > 0)
+    if b_out is not None:
+        y = y + b_out
+    return y, route, logits
+
+
+def stable_rows(x, w_in, logits):
+    """Rows none of whose routing logits is within rounding of zero: there the
+    f32 kernel and the float64 reference could legitimately branch apart."""
+    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(w_in).max() * np.sqrt(x.shape[1])
+    return np.all(np.abs(logits) > margin[:, None, None], axis=(1, 2))
+
+
+def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
+    nodes = 2 ** (depth + 1) - 1
+    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
+    w_in_arr, w_in = quantize(rng.standard_normal((trees, nodes, din)) / np.sqrt(din), dtype)
+    w_out_arr, w_out = quantize(rng.standard_normal((trees, nodes, dout)) / np.sqrt(depth + 1), dtype)
+    b_in_arr, b_in = quantize(rng.standard_normal((trees, nodes)) * 0.3, dtype)
+    b_out_arr, b_out = quantize(rng.standard_normal(dout), dtype)
+    if not biases:
+        b_in = b_out = None
+
+    xt = tensor_type((None if dynamic else rows, din), dtype)
+    wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
+    bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
+    yt = tensor_type((None if dynamic else rows, dout), dtype)
+    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+    if biases:
+        signature = f"%x: {xt}, %wi: {wit}, %bi: {bit}, %wo: {wot}, %bo: {bot}"
+        op = f"fff.tree_ffn %x, %wi bias(%bi : {bit}), %wo bias(%bo : {bot}) {attrs} : {xt}, {wit}, {wot}"
+        args = [x_arr, w_in_arr, b_in_arr, w_out_arr, b_out_arr]
+    else:
+        signature = f"%x: {xt}, %wi: {wit}, %wo: {wot}"
+        op = f"fff.tree_ffn %x, %wi, %wo {attrs} : {xt}, {wit}, {wot}"
+        args = [x_arr, w_in_arr, w_out_arr]
+    mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
+    (y,) = run(mlir, "f", args, 1)
+
+    ref, route, logits = tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation)
+    keep = stable_rows(x, w_in, logits)
+    name = f"{dtype} B={rows} Din={din} Dout={dout} K={trees} depth={depth} {activation} biases={biases}"
+    check.close(f"tree_ffn {name} ({keep.sum()}/{rows} rows)", dequantize(y, dtype)[keep], ref[keep], TOLERANCE[dtype])
+
+    # The route, read back through the op itself: with identity activation,
+    # no output bias and w_out[k, n] = one-hot(k * N + n), output column
+    # k * N + n holds node n's logit if the row visited it and 0 otherwise.
+    probe_out = np.zeros((trees, nodes, trees * nodes), dtype=np.float32)
+    for k in range(trees):
+        probe_out[k, np.arange(nodes), k * nodes + np.arange(nodes)] = 1.0
+    probe_arr, _ = quantize(probe_out, dtype)
+    pt = tensor_type((trees, nodes, trees * nodes), dtype)
+    rt = tensor_type((None if dynamic else rows, trees * nodes), dtype)
+    bias = f" bias(%bi : {bit})" if biases else ""
+    probe_sig = f"%x: {xt}, %wi: {wit}" + (f", %bi: {bit}" if biases else "") + f", %wo: {pt}"
+    probe = (f"func.func @route({probe_sig}) -> {rt} {{\n"
+             f"  %y = fff.tree_ffn %x, %wi{bias}, %wo {{depth = {depth} : i64, activation = #fff.activation<identity>}} : {xt}, {wit}, {pt}\n"
+             f"  return %y : {rt}\n}}")
+    probe_args = [x_arr, w_in_arr] + ([b_in_arr] if biases else []) + [probe_arr]
+    (visited,) = run(probe, "route", probe_args, 1)
+    visited = dequantize(visited, dtype).reshape(rows, trees, nodes) != 0
+    expected = np.zeros((rows, trees, nodes), dtype=bool)
+    for k in range(trees):
+        expected[np.arange(rows)[:, None], k, route[:, k, :]] = True
+    check.equal(f"tree_ffn route {name}", visited[keep], expected[keep])
+
+
+for activation in ("gelu", "gelu_tanh", "relu", "silu", "identity"):
+    case("f32", 23, 48, 40, trees=1, depth=5, activation=activation, biases=True, dynamic=True)
+for depth in (0, 1, 5, 11):
+    for trees in (1, 3):
+        for biases in (True, False):
+            case("f32", 17, 33, 20, trees, depth, "gelu", biases, dynamic=depth % 2 == 1)
+for dtype in ("f16", "bf16"):
+    case(dtype, 19, 64, 24, trees=3, depth=5, activation="gelu", biases=True, dynamic=True)
+    case(dtype, 1, 127, 9, trees=1, depth=11, activation="silu", biases=False, dynamic=False)
+# UltraFastBERT-1x11's layer shape, one row.
+case("f32", 1, 768, 768, trees=1, depth=11, activation="gelu", biases=True, dynamic=True)
+check.finish()
