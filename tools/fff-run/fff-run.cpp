@@ -28,7 +28,6 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -192,13 +191,23 @@ Error run() {
   fff::registerFFFDialects(registry);
   MLIRContext context(registry);
 
-  // Diagnostics go to stderr as one line each, prefixed like every other
-  // fff-run error.
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context, llvm::errs());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+  // Keep the first error (with its location) to report as one line; MLIR's
+  // default handler would print source snippets and notes over many lines.
+  std::string firstError;
+  ScopedDiagnosticHandler diagnostics(&context, [&](Diagnostic &diagnostic) {
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      llvm::raw_string_ostream os(firstError);
+      if (auto loc = dyn_cast<FileLineColLoc>(diagnostic.getLocation()))
+        os << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
+           << loc.getColumn() << ": ";
+      os << diagnostic.str();
+    }
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
   if (!module)
-    return failure("cannot parse '" + inputFile + "'");
+    return failure("cannot parse '" + inputFile + "'" +
+                   (firstError.empty() ? "" : ": " + firstError));
 
   auto function = module->lookupSymbol<func::FuncOp>(entryName);
   if (!function || function.isExternal())
@@ -247,7 +256,7 @@ Error run() {
   PassManager pm(&context);
   fff::buildCPUPipeline(pm);
   if (failed(pm.run(*module)))
-    return failure("lowering '" + inputFile + "' with the CPU pipeline failed");
+    return failure("lowering '" + inputFile + "' with the CPU pipeline failed: " + firstError);
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
