@@ -416,25 +416,28 @@ public:
         b, arith::AddIOp::create(b, twice, index(1)), right);
   }
 
-  /// Allocates a [rows, cols] f32 accumulator. Buffers allocated here are
-  /// freed by the buffer deallocation pipeline that runs after
-  /// bufferization, which rejects explicit deallocations.
-  Value allocAccumulator(Value rows, Value cols) {
-    auto type = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                b.getF32Type());
-    return memref::AllocOp::create(b, type, ValueRange{rows, cols});
+  /// Allocates a buffer shaped like `resultType` with `elementType`; `rows`
+  /// and `cols` give the dynamic extents. Buffers allocated here are freed by
+  /// the buffer deallocation pipeline that runs after bufferization, which
+  /// rejects explicit deallocations.
+  Value allocMatrix(RankedTensorType resultType, Type elementType, Value rows,
+                    Value cols) {
+    SmallVector<Value> dynamicSizes;
+    Value sizes[] = {rows, cols};
+    for (auto [extent, size] : llvm::zip(resultType.getShape(), sizes))
+      if (ShapedType::isDynamic(extent))
+        dynamicSizes.push_back(size);
+    return memref::AllocOp::create(
+        b, MemRefType::get(resultType.getShape(), elementType), dynamicSizes);
   }
 
   /// Returns the f32 accumulator as a tensor of `resultType`, narrowing it
   /// into a fresh buffer first for f16/bf16.
-  Value finish(Value acc, RankedTensorType resultType) {
+  Value finish(Value acc, RankedTensorType resultType, Value rows, Value cols) {
     Value result = acc;
     Type elementType = resultType.getElementType();
     if (!elementType.isF32()) {
-      Value rows = dim(acc, 0), cols = dim(acc, 1);
-      auto type = MemRefType::get(
-          {ShapedType::kDynamic, ShapedType::kDynamic}, elementType);
-      result = memref::AllocOp::create(b, type, ValueRange{rows, cols});
+      result = allocMatrix(resultType, elementType, rows, cols);
       loop(rows, [&](Value r) {
         loop(cols, [&](Value c) {
           Value value = memref::LoadOp::create(b, acc, ValueRange{r, c});
@@ -443,9 +446,6 @@ public:
         });
       });
     }
-    auto castType = MemRefType::get(resultType.getShape(), elementType);
-    if (castType != result.getType())
-      result = memref::CastOp::create(b, castType, result);
     return bufferization::ToTensorOp::create(b, resultType, result,
                                              /*restrict=*/true,
                                              /*writable=*/true);
@@ -473,7 +473,8 @@ struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
     Value levels = lb.index(op.getDepth() + 1);
     Value zero = f32Constant(b, 0.0);
 
-    Value acc = lb.allocAccumulator(rows, outWidth);
+    RankedTensorType resultType = op.getOutput().getType();
+    Value acc = lb.allocMatrix(resultType, b.getF32Type(), rows, outWidth);
     lb.loop(rows, [&](Value row) {
       lb.loop(outWidth, [&](Value j) {
         Value init = bOut ? lb.load(bOut, j) : zero;
@@ -500,7 +501,7 @@ struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
         });
       });
     });
-    rewriter.replaceOp(op, lb.finish(acc, op.getOutput().getType()));
+    rewriter.replaceOp(op, lb.finish(acc, resultType, rows, outWidth));
     return success();
   }
 };
@@ -522,7 +523,8 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
     Value hiddenWidth = lb.dim(w1, 2), outWidth = lb.dim(w2, 2);
     Value zero = f32Constant(b, 0.0);
 
-    Value acc = lb.allocAccumulator(rows, outWidth);
+    RankedTensorType resultType = op.getOutput().getType();
+    Value acc = lb.allocMatrix(resultType, b.getF32Type(), rows, outWidth);
     // One row's hidden activations, reused across rows.
     Value hidden = memref::AllocOp::create(
         b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
@@ -580,7 +582,7 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
         });
       });
     });
-    rewriter.replaceOp(op, lb.finish(acc, op.getOutput().getType()));
+    rewriter.replaceOp(op, lb.finish(acc, resultType, rows, outWidth));
     return success();
   }
 };

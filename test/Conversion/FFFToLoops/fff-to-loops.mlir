@@ -1,0 +1,85 @@
+// RUN: fff-opt %s --convert-fff-to-loops --split-input-file | FileCheck %s
+
+// Layer norm: a pivot per row, the shifted sum, the mean, the centred sum of
+// squares, then one elementwise op that widens, normalizes, applies gamma and
+// beta and narrows back to bf16.
+// CHECK-DAG:   #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG:   #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG:   #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG:   #[[PIVOT:.*]] = affine_map<(d0) -> (d0, 0)>
+// CHECK-LABEL: func @layer_norm
+// CHECK-NOT:     fff.
+// CHECK:         %[[PIV:.*]] = linalg.generic {indexing_maps = [#[[PIVOT]], {{.*}}], iterator_types = ["parallel"]}
+// CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[PIV]] : tensor<?x768xbf16>, tensor<?xf32>)
+// CHECK:           arith.extf {{.*}} : bf16 to f32
+// CHECK:           arith.subf
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[PIV]], %[[SUM]] : tensor<?xf32>, tensor<?xf32>)
+// CHECK:         %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[MEAN]] : tensor<?x768xbf16>, tensor<?xf32>)
+// CHECK:         linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ROW]], #[[COL]], #[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MEAN]], %[[SQ]], %{{.*}}, %{{.*}} : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<768xbf16>, tensor<768xbf16>) outs(%{{.*}} : tensor<?x768xbf16>)
+// CHECK:           math.rsqrt
+// CHECK:           arith.truncf {{.*}} : f32 to bf16
+// CHECK:         tensor.expand_shape %[[MEAN]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
+// CHECK:         tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
+func.func @layer_norm(%x: tensor<?x768xbf16>, %g: tensor<768xbf16>, %b: tensor<768xbf16>)
+    -> (tensor<?x768xbf16>, tensor<?x1xf32>, tensor<?x1xf32>) {
+  %y, %mean, %rstd = fff.layer_norm %x scale(%g : tensor<768xbf16>) bias(%b : tensor<768xbf16>) return_stats : tensor<?x768xbf16>
+  return %y, %mean, %rstd : tensor<?x768xbf16>, tensor<?x1xf32>, tensor<?x1xf32>
+}
+
+// -----
+
+// RMS norm over two dims: one reduction, one elementwise op, f32 throughout.
+// CHECK-LABEL: func @rms_norm
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<?x4x8xf32>) outs(%{{.*}} : tensor<?xf32>)
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]}
+// CHECK-NOT:       arith.extf
+// CHECK:           math.rsqrt
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+func.func @rms_norm(%x: tensor<?x4x8xf32>) -> tensor<?x4x8xf32> {
+  %y = fff.rms_norm %x normalized_rank 2 : tensor<?x4x8xf32>
+  return %y : tensor<?x4x8xf32>
+}
+
+// -----
+
+// tree_ffn: rows x trees x levels, a dot product per level, the y update, and
+// the branch `logit > 0` (exactly zero goes left).
+// CHECK-LABEL: func @tree_ffn
+// CHECK:         bufferization.to_buffer %{{.*}} read_only : tensor<?x8xf16> to memref<?x8xf16>
+// CHECK:         %[[ACC:.*]] = memref.alloc(%{{.*}}) : memref<?x4xf32>
+// CHECK:         scf.for %[[ROW:.*]] =
+// CHECK:           scf.for %[[TREE:.*]] =
+// CHECK:             scf.for {{.*}} iter_args(%[[NODE:.*]] = %{{.*}}) -> (index)
+// CHECK:               %[[LOGIT:.*]] = scf.for {{.*}} -> (f32)
+// CHECK:               math.erf
+// CHECK:               scf.for
+// CHECK:                 memref.store {{.*}}, %[[ACC]][%[[ROW]], %{{.*}}] : memref<?x4xf32>
+// CHECK:               arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// CHECK:         arith.truncf {{.*}} : f32 to f16
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x4xf16> to tensor<?x4xf16>
+func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3xf16>, %wo: tensor<2x3x4xf16>) -> tensor<?x4xf16> {
+  %y = fff.tree_ffn %x, %wi bias(%bi : tensor<2x3xf16>), %wo {depth = 1 : i64} : tensor<?x8xf16>, tensor<2x3x8xf16>, tensor<2x3x4xf16>
+  return %y : tensor<?x4xf16>
+}
+
+// -----
+
+// leaf_tree_ffn: `depth` routing steps with `score >= 0`, then the leaf MLP.
+// CHECK-LABEL: func @leaf_tree_ffn
+// CHECK:         %[[HIDDEN:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         scf.for
+// CHECK:           %[[NODE:.*]] = scf.for {{.*}} -> (index)
+// CHECK:             arith.cmpf oge
+// CHECK:           %[[LEAF:.*]] = arith.subi %[[NODE]], %{{.*}} : index
+// CHECK:           memref.store {{.*}}, %[[HIDDEN]]
+// CHECK:           arith.maximumf
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x5xf32> to tensor<?x5xf32>
+func.func @leaf_tree_ffn(%x: tensor<?x8xf32>, %nw: tensor<3x8xf32>, %nb: tensor<3xf32>, %w1: tensor<4x8x2xf32>,
+                         %b1: tensor<4x2xf32>, %w2: tensor<4x2x5xf32>, %b2: tensor<4x5xf32>) -> tensor<?x5xf32> {
+  %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 2 : i64}
+         : tensor<?x8xf32>, tensor<3x8xf32>, tensor<3xf32>, tensor<4x8x2xf32>, tensor<4x2xf32>, tensor<4x2x5xf32>, tensor<4x5xf32>
+  return %y : tensor<?x5xf32>
+}
