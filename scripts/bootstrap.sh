@@ -55,6 +55,8 @@ run_main() {
     echo "== fff-opt ${example#"$root"/} (parse, verify, print)"
     "$build/bin/fff-opt" "$example"
   done
+  echo "== fff-run examples/pre_ln_block.mlir on the CPU, against numpy"
+  /usr/bin/python3 "$root/examples/run_pre_ln_block.py" --fff-run "$build/bin/fff-run"
 }
 
 install_missing_packages

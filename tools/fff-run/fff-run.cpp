@@ -26,6 +26,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/TargetSelect.h"
@@ -260,13 +261,21 @@ Error run() {
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  // Optimize for this host: without its TargetMachine, LLVM's cost models
+  // assume no vector units and the loop vectorizer does nothing.
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return machineBuilder.takeError();
+  auto targetMachine = machineBuilder->createTargetMachine();
+  if (!targetMachine)
+    return targetMachine.takeError();
   ExecutionEngineOptions options;
   auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
+                                               targetMachine->get());
   options.transformer = transformer;
   SmallVector<StringRef> libraries{FFF_C_RUNNER_UTILS};
   options.sharedLibPaths = libraries;
-  auto engine = ExecutionEngine::create(*module, options);
+  auto engine = ExecutionEngine::create(*module, options, std::move(*targetMachine));
   if (!engine)
     return engine.takeError();
   (*engine)->initialize();

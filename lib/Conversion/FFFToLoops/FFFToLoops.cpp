@@ -38,6 +38,13 @@ Value f32Constant(ImplicitLocOpBuilder &b, double value) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
 }
 
+/// acc + value for a reduction whose order the op leaves unspecified.
+/// `reassoc` lets LLVM vectorize the loop (the GPU kernels reduce in a tree
+/// order anyway); the numeric tests hold the result to f32 accuracy.
+Value accumulate(ImplicitLocOpBuilder &b, Value acc, Value value) {
+  return arith::AddFOp::create(b, acc, value, arith::FastMathFlags::reassoc);
+}
+
 /// Widens an f16/bf16 scalar to f32; f32 passes through.
 Value toF32(ImplicitLocOpBuilder &b, Value value) {
   if (value.getType().isF32())
@@ -154,8 +161,7 @@ struct NormGeometry {
           ImplicitLocOpBuilder nb(loc, nested);
           Value x = toF32(nb, args.front());
           Value t = term(nb, x, args.drop_front().drop_back());
-          linalg::YieldOp::create(nb, ValueRange{arith::AddFOp::create(
-                                          nb, args.back(), t)});
+          linalg::YieldOp::create(nb, ValueRange{accumulate(nb, args.back(), t)});
         });
     return generic.getResult(0);
   }
@@ -391,7 +397,7 @@ public:
             function_ref<Value(Value)> rhs) {
     return loop(upper, f32Constant(b, 0.0), [&](Value i, ValueRange acc) {
       Value product = arith::MulFOp::create(b, lhs(i), rhs(i));
-      return SmallVector<Value>{arith::AddFOp::create(b, acc[0], product)};
+      return SmallVector<Value>{accumulate(b, acc[0], product)};
     })[0];
   }
 

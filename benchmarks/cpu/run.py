@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""CPU benchmark: fff's reference CPU lowering (fff-run --repeat) side by side
+with numpy (OpenBLAS from PyPI) and, where installed, torch on the CPU.
+
+    python3 -m pip install numpy threadpoolctl   # PyPI numpy, not Debian's
+    python3 benchmarks/cpu/run.py [--fff-run build/bin/fff-run] [--quick]
+
+Prints one table: median time per call of each implementation, the bytes/s or
+FLOP/s it reaches, and fff's speed as a ratio to each baseline (>1: fff is
+faster). Nothing here asserts a speed; the table is the result.
+"""
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+# OpenBLAS is slowed by OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, which some of these
+# machines set for old numpy builds; benchmark the baseline without them.
+if [os.environ.pop(name, None) for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")] != [None, None]:
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+here = os.path.dirname(os.path.abspath(__file__))
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--fff-run", default=os.path.join(here, "..", "..", "build", "bin", "fff-run"))
+parser.add_argument("--quick", action="store_true", help="fewer repetitions and cases")
+options = parser.parse_args()
+REPEAT = 3 if options.quick else 10
+rng = np.random.default_rng(0)
+
+
+def fff_time(mlir, func, args, num_results, repeat):
+    """Median ms per call reported by fff-run --repeat (compilation excluded)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.mlir")
+        open(path, "w").write(mlir)
+        command = [options.fff_run, path, "-e", func, "--repeat", str(repeat)]
+        for i, arg in enumerate(args):
+            np.save(os.path.join(tmp, f"a{i}.npy"), arg)
+            command += ["--arg", os.path.join(tmp, f"a{i}.npy")]
+        for i in range(num_results):
+            command += ["--out", os.path.join(tmp, f"o{i}.npy")]
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        return float(re.search(r"median ([0-9.]+) ms", out).group(1))
+
+
+def median_ms(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def report(case, unit, timings):
+    """timings: [(implementation, ms, work)], fff first. The rate column is
+    each implementation's own work (bytes or FLOPs) per second."""
+    fff_ms = timings[0][1]
+    for i, (name, ms, work) in enumerate(timings):
+        rate = work / (ms * 1e-3) / 1e9
+        ratio = "" if i == 0 else f"{ms / fff_ms:.2f}x"
+        print(f"| {case if i == 0 else '':<34} | {name:<21} | {ms:9.3f} | {rate:8.2f} {unit:<7} | {ratio:>7} |", flush=True)
+
+
+def erf_gelu_np(v):
+    # numpy has no erf; use the tanh form for the baseline (GELU is a small
+    # share of the dense feedforward's time either way).
+    return 0.5 * v * (1 + np.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+print("| case | implementation | ms/call | rate | fff speedup |")
+print("|---|---|---:|---:|---:|")
+
+# Norms: 4096 rows x hidden, f32. Bytes moved: read x, write y.
+for hidden in (768, 4096):
+    rows = 4096
+    x = rng.standard_normal((rows, hidden)).astype(np.float32)
+    g = rng.standard_normal(hidden).astype(np.float32)
+    b = rng.standard_normal(hidden).astype(np.float32)
+    bytes_moved = 2 * x.nbytes
+    t = f"tensor<{rows}x{hidden}xf32>"
+    p = f"tensor<{hidden}xf32>"
+    ln = f"func.func @ln(%x: {t}, %g: {p}, %b: {p}) -> {t} {{\n  %y = fff.layer_norm %x scale(%g : {p}) bias(%b : {p}) : {t}\n  return %y : {t}\n}}"
+    rms = f"func.func @rms(%x: {t}, %g: {p}) -> {t} {{\n  %y = fff.rms_norm %x scale(%g : {p}) : {t}\n  return %y : {t}\n}}"
+
+    def np_ln():
+        mean = x.mean(1, keepdims=True)
+        c = x - mean
+        return c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5) * g + b
+
+    def np_rms():
+        return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5) * g
+
+    timings = [("fff", fff_time(ln, "ln", [x, g, b], 1, REPEAT), bytes_moved),
+               ("numpy", median_ms(np_ln, REPEAT), bytes_moved)]
+    if torch is not None:
+        tx, tg, tb = map(torch.from_numpy, (x, g, b))
+        timings.append(("torch (CPU)", median_ms(lambda: torch.nn.functional.layer_norm(tx, (hidden,), tg, tb), REPEAT), bytes_moved))
+    report(f"layer_norm {rows}x{hidden} f32", "GB/s", timings)
+    timings = [("fff", fff_time(rms, "rms", [x, g], 1, REPEAT), bytes_moved),
+               ("numpy", median_ms(np_rms, REPEAT), bytes_moved)]
+    if torch is not None:
+        timings.append(("torch (CPU)", median_ms(lambda: torch.nn.functional.rms_norm(tx, (hidden,), tg, 1e-5), REPEAT), bytes_moved))
+    report(f"rms_norm {rows}x{hidden} f32", "GB/s", timings)
+
+# tree_ffn at UltraFastBERT-1x11's shape against the dense FF it replaces.
+D, DEPTH = 768, 11
+N = 2 ** (DEPTH + 1) - 1
+w_in = (rng.standard_normal((1, N, D)) / math.sqrt(D)).astype(np.float32)
+b_in = (rng.standard_normal((1, N)) * 0.1).astype(np.float32)
+w_out = (rng.standard_normal((1, N, D)) / math.sqrt(DEPTH + 1)).astype(np.float32)
+b_out = (rng.standard_normal(D) * 0.1).astype(np.float32)
+w1 = (rng.standard_normal((D, 4 * D)) / math.sqrt(D)).astype(np.float32)
+b1 = np.zeros(4 * D, np.float32)
+w2 = (rng.standard_normal((4 * D, D)) / math.sqrt(4 * D)).astype(np.float32)
+b2 = np.zeros(D, np.float32)
+tree = (f"func.func @tree(%x: tensor<?x{D}xf32>, %wi: tensor<1x{N}x{D}xf32>, %bi: tensor<1x{N}xf32>, "
+        f"%wo: tensor<1x{N}x{D}xf32>, %bo: tensor<{D}xf32>) -> tensor<?x{D}xf32> {{\n"
+        f"  %y = fff.tree_ffn %x, %wi bias(%bi : tensor<1x{N}xf32>), %wo bias(%bo : tensor<{D}xf32>) {{depth = {DEPTH} : i64}}\n"
+        f"         : tensor<?x{D}xf32>, tensor<1x{N}x{D}xf32>, tensor<1x{N}x{D}xf32>\n"
+        f"  return %y : tensor<?x{D}xf32>\n}}")
+for batch in ((1, 128) if options.quick else (1, 128, 4096)):
+    x = rng.standard_normal((batch, D)).astype(np.float32)
+    repeat = max(3, REPEAT if batch < 4096 else 3)
+    dense_flops = 2 * batch * D * 4 * D * 2
+    tree_flops = 2 * batch * (DEPTH + 1) * D * 2  # a dot and an axpy per level
+
+    def np_dense():
+        return erf_gelu_np(x @ w1 + b1) @ w2 + b2
+
+    def np_fff():
+        # UltraFastBERT's own formulation, vectorised: a gather and a batched
+        # dot per level.
+        y = np.tile(b_out, (batch, 1))
+        node = np.zeros(batch, dtype=np.int64)
+        for _ in range(DEPTH + 1):
+            logit = np.einsum("bd,bd->b", x, w_in[0, node]) + b_in[0, node]
+            y += erf_gelu_np(logit)[:, None] * w_out[0, node]
+            node = 2 * node + 1 + (logit > 0)
+        return y
+
+    # Each implementation's rate is its own FLOP/s: the dense feedforward does
+    # 4D / (depth+1) = 256x more arithmetic per token than the tree.
+    timings = [("fff", fff_time(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, repeat), tree_flops),
+               ("numpy dense FF", median_ms(np_dense, repeat), dense_flops),
+               ("numpy FFF (gathers)", median_ms(np_fff, repeat), tree_flops)]
+    if torch is not None:
+        tx, tw1, tw2 = map(torch.from_numpy, (x, w1, w2))
+        timings.append(("torch dense FF (CPU)", median_ms(
+            lambda: torch.nn.functional.gelu(tx @ tw1) @ tw2, repeat), dense_flops))
+    report(f"tree_ffn D={D} depth={DEPTH} B={batch}", "GFLOP/s", timings)
+
+print()
+print(f"numpy {np.__version__}; torch {'not installed' if torch is None else torch.__version__}")
+try:
+    from threadpoolctl import threadpool_info
+    for info in threadpool_info():
+        print(f"BLAS: {info.get('internal_api')} {info.get('version')} {info.get('architecture')}, {info.get('num_threads')} threads")
+except ImportError:
+    pass
