@@ -1,3 +1,0 @@
-// The committed dialect reference must match what ODS generates; after
-// editing the .td files, refresh it with `ninja -C build fff-doc`.
-// RUN: diff -u %fff_src_root/docs/Dialect/FFFDialect.md %fff_obj_root/docs/Dialect/FFFDialect.md
