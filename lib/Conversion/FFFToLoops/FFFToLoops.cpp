@@ -536,26 +536,19 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
         b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
         ValueRange{hiddenWidth});
     lb.loop(rows, [&](Value row) {
-      Value node = lb.loop(lb.index(op.getDepth()), lb.index(0),
-                           [&](Value, ValueRange carried) {
-                             Value node = carried[0];
-                             Value score = arith::AddFOp::create(
-                                 b,
-                                 lb.dot(
-                                     inWidth,
-                                     [&](Value i) {
-                                       return lb.load(x, {row, i});
-                                     },
-                                     [&](Value i) {
-                                       return lb.load(nodeW, {node, i});
-                                     }),
-                                 lb.load(nodeB, node));
-                             // Zero goes right here (s >= 0), as in the
-                             // original FFF code.
-                             Value goRight = arith::CmpFOp::create(
-                                 b, arith::CmpFPredicate::OGE, score, zero);
-                             return SmallVector<Value>{lb.child(node, goRight)};
-                           })[0];
+      auto routingScore = [&](Value node) -> Value {
+        Value dot = lb.dot(
+            inWidth, [&](Value i) { return lb.load(x, {row, i}); },
+            [&](Value i) { return lb.load(nodeW, {node, i}); });
+        return arith::AddFOp::create(b, dot, lb.load(nodeB, node));
+      };
+      Value levels = lb.index(op.getDepth());
+      Value node = lb.loop(levels, lb.index(0), [&](Value, ValueRange carried) {
+        // Zero goes right here (s >= 0), as in the original FFF code.
+        Value goRight = arith::CmpFOp::create(
+            b, arith::CmpFPredicate::OGE, routingScore(carried[0]), zero);
+        return SmallVector<Value>{lb.child(carried[0], goRight)};
+      })[0];
       Value leaf = arith::SubIOp::create(
           b, node, lb.index(op.getNumRoutingNodes()));
 
