@@ -28,7 +28,8 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fff_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("fff-opt", unresolved="fatal"), ToolSubst("fff-run", unresolved="fatal")]
+tools = [ToolSubst("fff-opt", unresolved="fatal"), ToolSubst("fff-run", unresolved="fatal"),
+         ToolSubst("fff-translate", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fff_tools_dir, append_path=True)

@@ -8,6 +8,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -48,9 +50,48 @@ void fff::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void fff::buildGPUPipeline(OpPassManager &pm,
+                           const GPUPipelineOptions &options) {
+  // One gpu.launch per norm, on buffers viewed from the tensors.
+  pm.addPass(createConvertFFFToGPU());
+  pm.addPass(createCanonicalizerPass());
+
+  // Tensors -> device buffers; results become caller-allocated out-params,
+  // so no host code touches device memory.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.hoistDynamicAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+
+  // Constants and dims move into the launch bodies before outlining, so the
+  // kernels see them as constants rather than as parameters.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+
+  // Upstream: NVVM, PTX as text in gpu.binary, host LLVM.
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.optLevel = options.optLevel;
+  nvvm.cubinFormat = "isa";
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
 void fff::registerFFFPipelines() {
   PassPipelineRegistration<>(
       "fff-cpu-pipeline",
       "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
       buildCPUPipeline);
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "fff-gpu-pipeline",
+      "Lower fff norms to CUDA kernels (PTX in gpu.binary) and host LLVM "
+      "dialect that launches them",
+      buildGPUPipeline);
 }

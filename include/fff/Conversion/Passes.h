@@ -3,6 +3,7 @@
 #ifndef FFF_CONVERSION_PASSES_H
 #define FFF_CONVERSION_PASSES_H
 
+#include "fff/Conversion/FFFToGPU/FFFToGPU.h"
 #include "fff/Conversion/FFFToLoops/FFFToLoops.h"
 #include "mlir/Pass/Pass.h"
 

@@ -33,4 +33,29 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
   ];
 }
 
+def ConvertFFFToGPU : Pass<"convert-fff-to-gpu"> {
+  let summary = "Lower fff norms to one gpu.launch kernel each";
+  let description = [{
+    Replaces each `fff.layer_norm` and `fff.rms_norm` by one `gpu.launch`
+    over a grid of rows. The kernel strategy (warp per row, block per row,
+    or looped) is chosen from the static row size and element type by
+    `selectNormStrategy` and recorded on the launch as `fff.strategy`; the
+    launch names its kernel `<op>_<strategy>` for kernel outlining.
+
+    Operands are viewed as a [rows, row size] matrix (`tensor.collapse_shape`
+    then `bufferization.to_buffer`); results are fresh buffers. Run before
+    bufferization.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // FFF_CONVERSION_PASSES_TD

@@ -3,17 +3,44 @@
 #ifndef FFF_PIPELINES_PIPELINES_H
 #define FFF_PIPELINES_PIPELINES_H
 
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
 
 namespace fff {
 
+/// Options of `--fff-gpu-pipeline`.
+struct GPUPipelineOptions : mlir::PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU architecture to compile for"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features, e.g. the PTX ISA version (+ptx80)"),
+      llvm::cl::init("+ptx80")};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("LLVM optimization level for kernels"),
+                       llvm::cl::init(3)};
+};
+
 /// Lowers a module at fff or linalg-on-tensors level to LLVM-dialect IR for
 /// the host CPU (`--fff-cpu-pipeline`). Public functions keep tensor
 /// arguments as identity-layout memrefs; their results are freshly allocated
 /// buffers the caller owns.
 void buildCPUPipeline(mlir::OpPassManager &pm);
+
+/// Lowers a module whose computation is fff norms to host LLVM-dialect code
+/// that launches one kernel per norm, with the kernels compiled to PTX and
+/// embedded as text in `gpu.binary` ops (`--fff-gpu-pipeline`).
+///
+/// Functions take device buffers: tensor arguments become memrefs, and
+/// results become trailing out-parameters the caller allocates.
+void buildGPUPipeline(mlir::OpPassManager &pm,
+                      const GPUPipelineOptions &options);
 
 /// Registers fff's pipelines under their command-line names.
 void registerFFFPipelines();
