@@ -24,7 +24,8 @@ config.substitutions.append(("%fff_obj_root", config.fff_obj_root))
 # (python3-numpy) the setup script installs; numeric tests run under it.
 config.substitutions.append(("%python", sys.executable))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# CUDA_* tell MLIR's NVVM target where libdevice is.
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fff_tools_dir, config.llvm_tools_dir]

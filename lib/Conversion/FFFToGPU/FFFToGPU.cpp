@@ -15,7 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -46,6 +46,7 @@ struct NormProblem {
   Value input, gamma, beta, output; // [rows, rowSize], [rowSize], ..
   Value mean, rstd;                 // [rows] f32, or null
   Value rows, rowSize;              // index values
+  std::optional<int64_t> staticRowSize;
   Type elementType;
 };
 
@@ -108,17 +109,25 @@ private:
   /// Loads `vectorWidth` elements at vector index `chunk` of a row (or of a
   /// parameter when `rowIndex` is null), widened to f32.
   Value loadVector(Value buffer, Value rowIndex, Value chunk) {
+    return widen(loadRaw(buffer, rowIndex, chunk));
+  }
+
+  /// f16/bf16 vectors -> f32; f32 passes through.
+  Value widen(Value vector) {
+    if (p.elementType.isF32())
+      return vector;
+    return arith::ExtFOp::create(b, vectorType(b.getF32Type()), vector);
+  }
+
+  /// The same load, in the storage type.
+  Value loadRaw(Value buffer, Value rowIndex, Value chunk) {
     Value column = arith::MulIOp::create(b, chunk, index(s.vectorWidth));
     SmallVector<Value> indices;
     if (rowIndex)
       indices.push_back(rowIndex);
     indices.push_back(column);
-    Value loaded = vector::LoadOp::create(
-        b, vectorType(p.elementType), buffer, indices, /*nontemporal=*/false,
-        alignment());
-    if (p.elementType.isF32())
-      return loaded;
-    return arith::ExtFOp::create(b, vectorType(b.getF32Type()), loaded);
+    return vector::LoadOp::create(b, vectorType(p.elementType), buffer,
+                                  indices, /*nontemporal=*/false, alignment());
   }
 
   void storeVector(Value value, Value chunk) {
@@ -203,9 +212,17 @@ private:
     return {arith::AddFOp::create(b, shift, meanShift), rsqrt(variance)};
   }
 
+  /// 1 / sqrt(variance + epsilon), correctly rounded (sqrt.rn, div.rn).
+  /// math.rsqrt and llvm.sqrt both become libdevice calls in the NVVM
+  /// conversion, which only link where the CUDA toolkit is found at compile
+  /// time; the NVVM intrinsic needs nothing.
   Value rsqrt(Value variance) {
-    return math::RsqrtOp::create(
-        b, arith::AddFOp::create(b, variance, f32(p.epsilon)));
+    Value root = LLVM::CallIntrinsicOp::create(
+                     b, b.getF32Type(), b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
+                     ValueRange{arith::AddFOp::create(b, variance,
+                                                      f32(p.epsilon))})
+                     .getResult(0);
+    return arith::DivFOp::create(b, f32(1.0), root);
   }
 
   /// y = (x - mean) * rstd * gamma + beta for one vector, stored.
@@ -240,29 +257,33 @@ private:
 
   /// The row is loaded once into registers: thread `lane` holds vectors
   /// lane, lane + T, lane + 2T, ... (T threads), so that each load
-  /// instruction of a warp reads one contiguous span. The variance is the
-  /// exact two-pass one.
+  /// instruction of a warp reads one contiguous span. Values stay in their
+  /// storage type (two 16-bit values a register) and are widened at each
+  /// use. The variance is the exact two-pass one.
   void emitRegisterRow() {
     SmallVector<Value> chunks, valid, values;
     Value zeros = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(vectorType(b.getF32Type()), 0.0f));
+        b, DenseElementsAttr::get(vectorType(p.elementType),
+                                  b.getFloatAttr(p.elementType, 0.0)));
+    Value alwaysInRow = arith::ConstantIntOp::create(b, 1, 1);
     for (int64_t i = 0; i < s.vectorsPerThread; ++i) {
       Value chunk = arith::AddIOp::create(b, lane, index(i * s.threadsPerRow));
+      chunks.push_back(chunk);
+      // Register-resident rows have a static size, so only the last vectors
+      // of a thread can fall past the row's end; the others load directly.
+      if ((i + 1) * s.threadsPerRow * s.vectorWidth <= *p.staticRowSize) {
+        valid.push_back(alwaysInRow);
+        values.push_back(loadRaw(p.input, row, chunk));
+        continue;
+      }
+      // Past the end, load the row's last vector instead (always in bounds)
+      // and zero it: no branch, so the row stays in registers.
       Value inRow =
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk, vectors);
-      Value x = scf::IfOp::create(
-                    b, inRow,
-                    [&](OpBuilder &nested, Location loc) {
-                      OpBuilder::InsertionGuard guard(b);
-                      b.setInsertionPoint(nested.getInsertionBlock(),
-                                          nested.getInsertionPoint());
-                      scf::YieldOp::create(b, loadVector(p.input, row, chunk));
-                    },
-                    [&](OpBuilder &nested, Location loc) {
-                      scf::YieldOp::create(nested, loc, zeros);
-                    })
-                    .getResult(0);
-      chunks.push_back(chunk);
+      Value lastChunk = arith::SubIOp::create(b, vectors, index(1));
+      Value clamped = arith::MinUIOp::create(b, chunk, lastChunk);
+      Value x = arith::SelectOp::create(b, inRow,
+                                        loadRaw(p.input, row, clamped), zeros);
       valid.push_back(inRow);
       values.push_back(x);
     }
@@ -271,13 +292,13 @@ private:
     if (p.subtractMean) {
       Value partial = f32(0.0);
       for (Value x : values)
-        partial = arith::AddFOp::create(b, partial, sum(x));
+        partial = arith::AddFOp::create(b, partial, sum(widen(x)));
       mean = arith::MulFOp::create(b, rowSum(partial), invRowSize);
     }
     Value partialSquares = f32(0.0);
     for (auto [x, inRow] : llvm::zip(values, valid)) {
       // Padding lanes hold zeros, which would add mean^2 once centred.
-      Value centred = arith::SubFOp::create(b, x, splat(mean));
+      Value centred = arith::SubFOp::create(b, widen(x), splat(mean));
       Value squares = sum(arith::MulFOp::create(b, centred, centred));
       squares = arith::SelectOp::create(b, inRow, squares, f32(0.0));
       partialSquares = arith::AddFOp::create(b, partialSquares, squares);
@@ -291,7 +312,7 @@ private:
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
                             nested.getInsertionPoint());
-        normalizeAndStore(x, chunk, mean, rstd);
+        normalizeAndStore(widen(x), chunk, mean, rstd);
         scf::YieldOp::create(b);
       });
     }
@@ -480,6 +501,7 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
   problem.beta = collapsedBuffer(b, beta, view.paramGroups);
   problem.rows = view.rows;
   problem.rowSize = view.rowSize;
+  problem.staticRowSize = view.staticRowSize;
   auto resultType = [&](unsigned i) {
     return cast<RankedTensorType>(op->getResult(i).getType());
   };

@@ -1,0 +1,88 @@
+// RUN: fff-opt %s --convert-fff-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+
+// The strategy follows from the row size and element type alone, and is
+// recorded on each launch. Short rows: a warp per row, four rows a block,
+// 128-bit loads (4 x f32, 8 x bf16).
+// CHECK-LABEL: func @warp_per_row
+// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) function(@layer_norm_warp_per_row)
+// CHECK-NOT:       workgroup
+// CHECK:           vector.load {{.*}} {alignment = 16 : i64} : memref<?x768xf32>, vector<4xf32>
+// CHECK:           gpu.shuffle xor
+// CHECK:           llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+// CHECK:           vector.store {{.*}} {alignment = 16 : i64} : memref<?x768xf32>, vector<4xf32>
+// CHECK:         } {fff.strategy = {kind = "warp_per_row", rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 4 : i64, vectors_per_thread = 6 : i64}}
+// CHECK:         gpu.launch {{.*}} function(@rms_norm_warp_per_row)
+// CHECK:         } {fff.strategy = {kind = "warp_per_row", rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 8 : i64, vectors_per_thread = 3 : i64}}
+func.func @warp_per_row(%x: tensor<?x768xf32>, %h: tensor<?x768xbf16>) -> (tensor<?x768xf32>, tensor<?x768xbf16>) {
+  %0 = fff.layer_norm %x : tensor<?x768xf32>
+  %1 = fff.rms_norm %h : tensor<?x768xbf16>
+  return %0, %1 : tensor<?x768xf32>, tensor<?x768xbf16>
+}
+
+// -----
+
+// A row size with no wide divisor gets scalar loads and a bounds check per
+// vector (127 = 3 * 32 + 31).
+// CHECK-LABEL: func @odd_row
+// CHECK:         vector.load {{.*}} : memref<?x127xf16>, vector<1xf16>
+// CHECK:         } {fff.strategy = {kind = "warp_per_row", rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 1 : i64, vectors_per_thread = 4 : i64}}
+func.func @odd_row(%x: tensor<?x127xf16>, %g: tensor<127xf16>) -> tensor<?x127xf16> {
+  %0 = fff.rms_norm %x scale(%g : tensor<127xf16>) : tensor<?x127xf16>
+  return %0 : tensor<?x127xf16>
+}
+
+// -----
+
+// Long rows: a block per row, partial sums across warps through 32 floats of
+// shared memory, one barrier pair per reduction.
+// CHECK-LABEL: func @block_per_row
+// CHECK:         gpu.launch {{.*}} function(@layer_norm_block_per_row) workgroup(%[[SMEM:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK:           memref.store %{{.*}}, %[[SMEM]][%{{.*}}] : memref<32xf32, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK:           memref.load %[[SMEM]]
+// CHECK:           gpu.barrier
+// CHECK:         } {fff.strategy = {kind = "block_per_row", rows_per_block = 1 : i64, threads_per_row = 256 : i64, vector_width = 4 : i64, vectors_per_thread = 8 : i64}}
+// CHECK:         } {fff.strategy = {kind = "block_per_row", rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 8 : i64, vectors_per_thread = 4 : i64}}
+func.func @block_per_row(%x: tensor<?x8192xf32>, %h: tensor<?x16384xbf16>) -> (tensor<?x8192xf32>, tensor<?x16384xbf16>) {
+  %0 = fff.layer_norm %x : tensor<?x8192xf32>
+  %1 = fff.rms_norm %h : tensor<?x16384xbf16>
+  return %0, %1 : tensor<?x8192xf32>, tensor<?x16384xbf16>
+}
+
+// -----
+
+// Rows too long for registers, or of dynamic size: two loops over the row.
+// CHECK-LABEL: func @looped
+// CHECK:         gpu.launch {{.*}} function(@layer_norm_looped)
+// CHECK:           scf.for {{.*}} iter_args
+// CHECK:           scf.for
+// CHECK:         } {fff.strategy = {kind = "looped", rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 4 : i64, vectors_per_thread = 0 : i64}}
+// CHECK:         } {fff.strategy = {kind = "looped", rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 1 : i64, vectors_per_thread = 0 : i64}}
+func.func @looped(%x: tensor<?x32768xf32>, %d: tensor<?x?xbf16>) -> (tensor<?x32768xf32>, tensor<?x?xbf16>) {
+  %0 = fff.layer_norm %x : tensor<?x32768xf32>
+  %1 = fff.layer_norm %d : tensor<?x?xbf16>
+  return %0, %1 : tensor<?x32768xf32>, tensor<?x?xbf16>
+}
+
+// -----
+
+// Results are allocated in their final shapes, which the kernel sees as a
+// [rows, row size] matrix and [rows] statistics.
+// CHECK-LABEL: func @shapes
+// CHECK-DAG:     %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x4x64xf32>
+// CHECK-DAG:     %[[MEAN:.*]] = memref.alloc(%{{.*}}) : memref<?x1x1xf32>
+// CHECK-DAG:     memref.collapse_shape %[[OUT]] {{\[\[}}0], [1, 2]] : memref<?x4x64xf32> into memref<?x256xf32>
+// CHECK-DAG:     memref.collapse_shape %[[MEAN]] {{\[\[}}0, 1, 2]] : memref<?x1x1xf32> into memref<?xf32>
+// CHECK:         bufferization.to_tensor %[[OUT]] restrict writable
+func.func @shapes(%x: tensor<?x4x64xf32>, %g: tensor<4x64xf32>) -> (tensor<?x4x64xf32>, tensor<?x1x1xf32>, tensor<?x1x1xf32>) {
+  %0:3 = fff.layer_norm %x scale(%g : tensor<4x64xf32>) normalized_rank 2 return_stats : tensor<?x4x64xf32>
+  return %0#0, %0#1, %0#2 : tensor<?x4x64xf32>, tensor<?x1x1xf32>, tensor<?x1x1xf32>
+}
+
+// -----
+
+func.func @tree_has_no_gpu_lowering(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.tree_ffn' op has no GPU lowering yet; use --fff-cpu-pipeline}}
+  %0 = fff.tree_ffn %x, %w, %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -1,0 +1,82 @@
+# Static checks of the PTX that --fff-gpu-pipeline generates for the norms,
+# over hidden sizes 1 .. 32768 in f32, f16 and bf16:
+#   - ptxas accepts every kernel for sm_90;
+#   - one .entry per norm;
+#   - every kernel reduces with shfl.sync.bfly;
+#   - rows whose size allows 16-byte vectors use 128-bit ld.global / st.global;
+#   - no spills and no stack frame for hidden <= 16384 in 16-bit types and
+#     <= 8192 in f32 (register-resident rows).
+#
+# REQUIRES: ptxas
+# RUN: %python %s fff-opt fff-translate %ptxas | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+
+import re
+import subprocess
+import sys
+import tempfile
+
+fff_opt, fff_translate, ptxas = sys.argv[1:]
+HIDDEN = (1, 3, 127, 768, 1000, 1024, 4096, 8192, 16384, 32768)
+DTYPES = {"f32": 4, "f16": 2, "bf16": 2}
+
+functions, expected = [], []
+for dtype in DTYPES:
+    for hidden in HIDDEN:
+        t = f"tensor<?x{hidden}x{dtype}>"
+        g = f"tensor<{hidden}x{dtype}>"
+        name = f"{dtype}_{hidden}"
+        functions.append(
+            f"func.func @ln_{name}(%x: {t}, %g: {g}, %b: {g}) -> ({t}, tensor<?x1xf32>, tensor<?x1xf32>) {{\n"
+            f"  %y, %m, %r = fff.layer_norm %x scale(%g : {g}) bias(%b : {g}) return_stats : {t}\n"
+            f"  return %y, %m, %r : {t}, tensor<?x1xf32>, tensor<?x1xf32>\n}}\n"
+            f"func.func @rms_{name}(%x: {t}, %g: {g}) -> {t} {{\n"
+            f"  %y = fff.rms_norm %x scale(%g : {g}) : {t}\n  return %y : {t}\n}}\n")
+        expected += [("layer_norm", dtype, hidden), ("rms_norm", dtype, hidden)]
+# A dynamic row size takes the looped kernel.
+functions.append("func.func @dynamic(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16> {\n"
+                 "  %y = fff.layer_norm %x : tensor<?x?xbf16>\n  return %y : tensor<?x?xbf16>\n}\n")
+expected.append(("layer_norm", "bf16", None))
+
+lowered = subprocess.run([fff_opt, "--fff-gpu-pipeline=chip=sm_90", "-"], input="\n".join(functions),
+                         capture_output=True, text=True, check=True).stdout
+ptx = subprocess.run([fff_translate, "--fff-extract-ptx"], input=lowered,
+                     capture_output=True, text=True, check=True).stdout
+kernels = re.split(r"^// ---- gpu.binary @\S+ .*$", ptx, flags=re.M)[1:]
+
+failures, checks = [], 0
+
+
+def check(ok, message):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(message)
+
+
+check(len(kernels) == len(expected), f"{len(kernels)} kernels for {len(expected)} norms")
+check(ptx.count(".entry") == len(expected), f"{ptx.count('.entry')} .entry for {len(expected)} norms")
+for (op, dtype, hidden), kernel in zip(expected, kernels):
+    name = f"{op} {dtype} hidden={hidden}"
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+        f.write(kernel)
+        f.flush()
+        result = subprocess.run([ptxas, "-arch=sm_90", "-v", f.name, "-o", "/dev/null"],
+                                capture_output=True, text=True)
+    info = result.stdout + result.stderr
+    check(result.returncode == 0, f"{name}: ptxas rejected it:\n{info}")
+    check("shfl.sync.bfly" in kernel, f"{name}: no shfl.sync.bfly")
+    if hidden and hidden * DTYPES[dtype] % 16 == 0:
+        check(re.search(r"ld\.global(\.nc)?\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit ld.global")
+        check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
+    register_resident = hidden is not None and hidden <= (8192 if dtype == "f32" else 16384)
+    spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", info)
+    registers = re.search(r"Used (\d+) registers", info)
+    if register_resident:
+        check(spills is not None and spills.groups() == ("0", "0", "0"), f"{name}: spills or stack: {info}")
+    print(f"{name:<28} {registers.group(1) if registers else '?':>3} registers  "
+          f"{'no spills' if spills and spills.groups() == ('0', '0', '0') else 'SPILLS'}")
+
+if failures:
+    sys.exit(f"{len(failures)} of {checks} checks failed:\n" + "\n".join(failures))
+print(f"all {checks} checks passed")
