@@ -1,0 +1,32 @@
+/*===- CudaRuntime.h - fff's CUDA host runtime, C API -------------*- C -*-===*\
+|*                                                                            *|
+|* Kernels compiled by --fff-gpu-pipeline call the mgpu* entry points that    *|
+|* MLIR's gpu-to-llvm emits; libfff_cuda_runtime implements them over the     *|
+|* CUDA driver API, which it loads (libcuda.so.1) only when first needed.     *|
+|* These functions let an embedder steer it.                                  *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FFF_RUNTIME_CUDARUNTIME_H
+#define FFF_RUNTIME_CUDARUNTIME_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Launch fff's kernels on `stream` (a CUstream, e.g. PyTorch's
+   torch.cuda.current_stream().cuda_stream) and return without waiting, like
+   any other work queued on that stream. NULL (the default) restores
+   synchronous calls on a private stream. */
+void fffSetStream(void *stream);
+
+/* The first CUDA error since the last call, as one line, or NULL; clears it.
+   Entry points cannot return errors through MLIR's generated code, so they
+   record the first one here (and print it to stderr). */
+const char *fffGetLastError(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FFF_RUNTIME_CUDARUNTIME_H */

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Ahead-of-time compiles a module for the GPU into a self-contained shared
+# library: kernels as PTX (JIT-compiled by the CUDA driver when the library
+# loads), host code as native x86-64, and fff's CUDA runtime linked in.
+#
+#   scripts/fff-aot.sh IN.mlir OUT.so [--fff-gpu-pipeline options, e.g. chip=sm_90]
+#
+# Each public function of IN takes device buffers in MLIR's memref ABI
+# (docs/GPU.md): per memref, the allocated and aligned pointers, the offset,
+# the sizes and the strides; results are trailing out-parameters.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 IN.mlir OUT.so [pipeline options]" >&2; exit 2; }
+in=$1 out=$2 options=${3:-}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/build/bin" llvm=/usr/lib/llvm-22/bin
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$bin/fff-opt" "$in" --fff-gpu-pipeline${options:+="$options"} -o "$work/lowered.mlir"
+"$bin/fff-translate" --mlir-to-llvmir "$work/lowered.mlir" -o "$work/module.ll"
+"$llvm/llc" -O3 -relocation-model=pic -filetype=obj "$work/module.ll" -o "$work/module.o"
+c++ -shared -o "$out" "$work/module.o" "$root/build/lib/libfff_cuda_runtime.a" -ldl
