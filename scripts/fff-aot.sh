@@ -19,4 +19,7 @@ trap 'rm -rf "$work"' EXIT
 "$bin/fff-opt" "$in" --fff-gpu-pipeline${options:+="$options"} -o "$work/lowered.mlir"
 "$bin/fff-translate" --mlir-to-llvmir "$work/lowered.mlir" -o "$work/module.ll"
 "$llvm/llc" -O3 -relocation-model=pic -filetype=obj "$work/module.ll" -o "$work/module.o"
-c++ -shared -o "$out" "$work/module.o" "$root/build/lib/libfff_cuda_runtime.a" -ldl
+# libstdc++ goes in statically: the library must load on GPU machines whose
+# system libraries differ from the build machine's.
+c++ -shared -static-libstdc++ -static-libgcc -o "$out" "$work/module.o" \
+  "$root/build/lib/libfff_cuda_runtime.a" -ldl
