@@ -9,7 +9,6 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -18,8 +17,11 @@
 
 using namespace mlir;
 
-void fff::buildCPUPipeline(OpPassManager &pm) {
+void fff::buildCPUPipeline(OpPassManager &pm,
+                           const CPUPipelineOptions &options) {
   // fff ops and elementwise tensor math -> linalg / scf on tensors.
+  if (options.gpuTwin)
+    pm.addPass(createConvertFFFToGPU(ConvertFFFToGPUOptions{/*cpuTwin=*/true}));
   pm.addPass(createConvertFFFToLoops());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -52,7 +54,8 @@ void fff::buildCPUPipeline(OpPassManager &pm) {
 
 void fff::buildGPUPipeline(OpPassManager &pm,
                            const GPUPipelineOptions &options) {
-  // One gpu.launch per norm, on buffers viewed from the tensors.
+  // One kernel (gpu.func) and its gpu.launch_func per norm, on buffers
+  // viewed from the tensors.
   pm.addPass(createConvertFFFToGPU());
   pm.addPass(createCanonicalizerPass());
 
@@ -70,11 +73,6 @@ void fff::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
 
-  // Constants and dims move into the launch bodies before outlining, so the
-  // kernels see them as constants rather than as parameters.
-  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
-  pm.addPass(createGpuKernelOutliningPass());
-
   // Upstream: NVVM, PTX as text in gpu.binary, host LLVM.
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
@@ -85,7 +83,7 @@ void fff::buildGPUPipeline(OpPassManager &pm,
 }
 
 void fff::registerFFFPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CPUPipelineOptions>(
       "fff-cpu-pipeline",
       "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
       buildCPUPipeline);

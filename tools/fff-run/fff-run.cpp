@@ -54,6 +54,11 @@ static cl::list<std::string> argFiles("arg",
 static cl::list<std::string> outFiles("out",
                                       cl::desc("Result .npy file, in order"),
                                       cl::value_desc("file.npy"));
+static cl::opt<bool>
+    gpuTwin("gpu-twin",
+            cl::desc("Run norms as the CPU twins of their GPU kernels (same "
+                     "per-lane arithmetic and reduction order)"),
+            cl::init(false));
 static cl::opt<unsigned>
     repeat("repeat",
            cl::desc("After one warm-up call, call the function N more times "
@@ -255,7 +260,9 @@ Error run() {
   // Compile. The C interface passes each memref as one descriptor pointer.
   function->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(&context));
   PassManager pm(&context);
-  fff::buildCPUPipeline(pm);
+  fff::CPUPipelineOptions pipelineOptions;
+  pipelineOptions.gpuTwin = gpuTwin;
+  fff::buildCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return failure("lowering '" + inputFile + "' with the CPU pipeline failed: " + firstError);
 

@@ -33,19 +33,30 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
   ];
 }
 
-def ConvertFFFToGPU : Pass<"convert-fff-to-gpu"> {
-  let summary = "Lower fff norms to one gpu.launch kernel each";
+def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower fff norms to one GPU kernel each";
   let description = [{
-    Replaces each `fff.layer_norm` and `fff.rms_norm` by one `gpu.launch`
-    over a grid of rows. The kernel strategy (warp per row, block per row,
-    or looped) is chosen from the static row size and element type by
-    `selectNormStrategy` and recorded on the launch as `fff.strategy`; the
-    launch names its kernel `<op>_<strategy>` for kernel outlining.
+    Replaces each `fff.layer_norm` and `fff.rms_norm` by a `gpu.launch_func`
+    of its own kernel, a `gpu.func @<op>_<strategy>` in the module's
+    `gpu.module @fff_kernels`, over a grid of rows. The kernel strategy
+    (warp per row, block per row, or looped) is chosen from the static row
+    size and element type by `selectNormStrategy` and recorded on the kernel
+    as `fff.strategy`, with its register budget as `nvvm.maxnreg`.
 
     Operands are viewed as a [rows, row size] matrix (`tensor.collapse_shape`
     then `bufferization.to_buffer`); results are fresh buffers. Run before
     bufferization.
+
+    With `cpu-twin`, each norm becomes instead the kernel's CPU twin: the
+    same per-lane code in loops over rows and lanes, with every row
+    reduction replaying the GPU's shuffle butterfly on a buffer. The CPU
+    pipeline runs it with `gpu-twin`, and `fff-run --gpu-twin` executes it,
+    which is how the tests check each strategy's arithmetic without a GPU.
   }];
+  let options = [
+    Option<"cpuTwin", "cpu-twin", "bool", /*default=*/"false",
+           "Emit each kernel's CPU-executable twin instead of a gpu.launch">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",

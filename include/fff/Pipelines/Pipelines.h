@@ -27,11 +27,21 @@ struct GPUPipelineOptions : mlir::PassPipelineOptions<GPUPipelineOptions> {
                        llvm::cl::init(3)};
 };
 
+/// Options of `--fff-cpu-pipeline`.
+struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
+  Option<bool> gpuTwin{
+      *this, "gpu-twin",
+      llvm::cl::desc("Run norms as the CPU twins of their GPU kernels, to "
+                     "check the kernels' arithmetic without a GPU"),
+      llvm::cl::init(false)};
+};
+
 /// Lowers a module at fff or linalg-on-tensors level to LLVM-dialect IR for
 /// the host CPU (`--fff-cpu-pipeline`). Public functions keep tensor
 /// arguments as identity-layout memrefs; their results are freshly allocated
 /// buffers the caller owns.
-void buildCPUPipeline(mlir::OpPassManager &pm);
+void buildCPUPipeline(mlir::OpPassManager &pm,
+                      const CPUPipelineOptions &options = {});
 
 /// Lowers a module whose computation is fff norms to host LLVM-dialect code
 /// that launches one kernel per norm, with the kernels compiled to PTX and

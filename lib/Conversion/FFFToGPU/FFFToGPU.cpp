@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -50,27 +52,36 @@ struct NormProblem {
   Type elementType;
 };
 
-/// Emits the body of one norm kernel inside a `gpu.launch`.
+/// Emits one norm kernel, in either of two forms from the same code:
+///
+///  * GPU: the body of a `gpu.launch`; each thread runs the per-lane code
+///    once, and row reductions are warp shuffles plus shared memory;
+///  * CPU twin: loops over rows in which every phase between two row
+///    reductions runs as a loop over the lanes, and each reduction replays
+///    the GPU's butterfly on a buffer, in the same order. fff-run executes it
+///    (`fff-run --gpu-twin`), so the numeric tests check each strategy's
+///    algorithm (lane-to-data mapping, tails, masking, reduction order and
+///    statistics) on the CPU.
+///
+/// The per-lane code (what a lane loads, its partial sums, what it stores)
+/// is shared; only thread indexing and the reductions differ.
 class NormKernelEmitter {
 public:
   NormKernelEmitter(ImplicitLocOpBuilder &b, const NormStrategy &strategy,
-                    const NormProblem &problem, Value sharedPartials)
-      : b(b), s(strategy), p(problem), sharedPartials(sharedPartials) {}
+                    const NormProblem &problem)
+      : b(b), s(strategy), p(problem) {}
 
-  void emit(Value threadId, Value blockId) {
+  /// The kernel body inside a gpu.launch; `sharedPartials` is 32 floats of
+  /// workgroup memory (null for warp-per-row).
+  void emitGPU(Value threadId, Value blockId, Value sharedPartials) {
+    this->sharedPartials = sharedPartials;
     Value threadsPerRow = index(s.threadsPerRow);
-    lane = arith::RemUIOp::create(b, threadId, threadsPerRow);
+    gpuLane = arith::RemUIOp::create(b, threadId, threadsPerRow);
     Value rowInBlock = arith::DivUIOp::create(b, threadId, threadsPerRow);
     row = arith::AddIOp::create(
         b, arith::MulIOp::create(b, blockId, index(s.rowsPerBlock)),
         rowInBlock);
-    invRowSize = arith::DivFOp::create(
-        b, f32(1.0),
-        arith::UIToFPOp::create(
-            b, b.getF32Type(),
-            arith::IndexCastUIOp::create(b, b.getI64Type(), p.rowSize)));
-    vectors = arith::DivUIOp::create(b, p.rowSize, index(s.vectorWidth));
-
+    prepare();
     // Only warp-per-row blocks can hold rows past the end; whole warps share
     // a row, so the branch never splits a warp's shuffles, and the other
     // strategies (with barriers) launch exactly one block per row.
@@ -80,12 +91,21 @@ public:
     }
     Value inRange =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, p.rows);
-    scf::IfOp::create(b, inRange, [&](OpBuilder &nested, Location) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(nested.getInsertionBlock(),
-                          nested.getInsertionPoint());
+    inside(scf::IfOp::create(b, inRange).getThenRegion(), [&] { emitRow(); });
+  }
+
+  /// The CPU twin: every row in turn.
+  void emitCPUTwin() {
+    auto buffer = MemRefType::get({std::max<int64_t>(s.threadsPerRow, kWarpSize)},
+                                  b.getF32Type());
+    twinBuffers = {memref::AllocaOp::create(b, buffer),
+                   memref::AllocaOp::create(b, buffer)};
+    prepare();
+    auto rows = scf::ForOp::create(b, index(0), p.rows, index(1));
+    inside(rows.getRegion(), [&] {
+      row = rows.getInductionVar();
+      laneCache.clear();
       emitRow();
-      scf::YieldOp::create(b);
     });
   }
 
@@ -105,21 +125,33 @@ private:
   Value sum(Value vector) {
     return vector::ReductionOp::create(b, vector::CombiningKind::ADD, vector);
   }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
 
-  /// Loads `vectorWidth` elements at vector index `chunk` of a row (or of a
-  /// parameter when `rowIndex` is null), widened to f32.
-  Value loadVector(Value buffer, Value rowIndex, Value chunk) {
-    return widen(loadRaw(buffer, rowIndex, chunk));
+  /// Emits `body` at the end of `region`'s block, before its terminator.
+  void inside(Region &region, function_ref<void()> body) {
+    OpBuilder::InsertionGuard guard(b);
+    Block &block = region.front();
+    if (block.mightHaveTerminator())
+      b.setInsertionPoint(block.getTerminator());
+    else
+      b.setInsertionPointToEnd(&block);
+    body();
   }
 
-  /// f16/bf16 vectors -> f32; f32 passes through.
-  Value widen(Value vector) {
-    if (p.elementType.isF32())
-      return vector;
-    return arith::ExtFOp::create(b, vectorType(b.getF32Type()), vector);
+  void prepare() {
+    invRowSize = arith::DivFOp::create(
+        b, f32(1.0),
+        arith::UIToFPOp::create(
+            b, b.getF32Type(),
+            arith::IndexCastUIOp::create(b, b.getI64Type(), p.rowSize)));
+    vectors = arith::DivUIOp::create(b, p.rowSize, index(s.vectorWidth));
   }
 
-  /// The same load, in the storage type.
+  //===--- Loads and stores -------------------------------------------------===//
+
+  /// `vectorWidth` elements at vector index `chunk` of the row (or of a
+  /// parameter when `rowIndex` is null), in the storage type.
   Value loadRaw(Value buffer, Value rowIndex, Value chunk) {
     Value column = arith::MulIOp::create(b, chunk, index(s.vectorWidth));
     SmallVector<Value> indices;
@@ -128,6 +160,13 @@ private:
     indices.push_back(column);
     return vector::LoadOp::create(b, vectorType(p.elementType), buffer,
                                   indices, /*nontemporal=*/false, alignment());
+  }
+
+  /// f16/bf16 vectors -> f32; f32 passes through.
+  Value widen(Value vector) {
+    if (p.elementType.isF32())
+      return vector;
+    return arith::ExtFOp::create(b, vectorType(b.getF32Type()), vector);
   }
 
   void storeVector(Value value, Value chunk) {
@@ -145,224 +184,305 @@ private:
                             (p.elementType.getIntOrFloatBitWidth() / 8));
   }
 
-  //===--- Reductions across the threads of a row -------------------------===//
+  //===--- Per-lane code, shared by both forms ----------------------------===//
 
-  Value warpSum(Value value) {
-    for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, value, offset, kWarpSize,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      value = arith::AddFOp::create(b, value, other);
-    }
-    return value;
-  }
+  /// What one lane of a register-resident row holds: vectors lane,
+  /// lane + T, lane + 2T, ... (T lanes), so that each load instruction of a
+  /// warp reads one contiguous span. Values stay in the storage type (two
+  /// 16-bit values a register) and are widened at each use.
+  struct LaneRow {
+    SmallVector<Value> chunks, inRow, raw;
+  };
 
-  /// The sum of `value` over the row's threads, in every thread.
-  Value rowSum(Value value) {
-    value = warpSum(value);
-    if (s.threadsPerRow == kWarpSize)
-      return value;
-    // Each warp publishes its partial sum; then every warp reads all of them
-    // and reduces them again with shuffles, so all threads end up with the
-    // total without a second broadcast through shared memory.
-    Value warpSize = index(kWarpSize);
-    Value laneInWarp = arith::RemUIOp::create(b, lane, warpSize);
-    Value warp = arith::DivUIOp::create(b, lane, warpSize);
-    Value isLeader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                           laneInWarp, index(0));
-    scf::IfOp::create(b, isLeader, [&](OpBuilder &nested, Location loc) {
-      memref::StoreOp::create(nested, loc, value, sharedPartials, warp);
-      scf::YieldOp::create(nested, loc);
-    });
-    gpu::BarrierOp::create(b);
-    Value hasPartial =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, laneInWarp,
-                              index(s.threadsPerRow / kWarpSize));
-    Value partial = scf::IfOp::create(
-                        b, hasPartial,
-                        [&](OpBuilder &nested, Location loc) {
-                          Value v = memref::LoadOp::create(
-                              nested, loc, sharedPartials, laneInWarp);
-                          scf::YieldOp::create(nested, loc, v);
-                        },
-                        [&](OpBuilder &nested, Location loc) {
-                          Value zero = arith::ConstantOp::create(
-                              nested, loc, nested.getF32FloatAttr(0.0));
-                          scf::YieldOp::create(nested, loc, zero);
-                        })
-                        .getResult(0);
-    // The next reduction reuses the buffer only after everyone has read it.
-    gpu::BarrierOp::create(b);
-    return warpSum(partial);
-  }
-
-  //===--- The row ---------------------------------------------------------===//
-
-  /// mean (0 for rms_norm) and rstd of the row, from per-thread partials of
-  /// sum(x - shift) and sum((x - shift)^2), where `shift` is 0 or a pivot.
-  std::pair<Value, Value> statistics(Value shiftedSum, Value shiftedSquares,
-                                     Value shift) {
-    Value squares = arith::MulFOp::create(b, rowSum(shiftedSquares), invRowSize);
-    if (!p.subtractMean)
-      return {f32(0.0), rsqrt(squares)};
-    Value meanShift = arith::MulFOp::create(b, rowSum(shiftedSum), invRowSize);
-    Value variance = arith::SubFOp::create(
-        b, squares, arith::MulFOp::create(b, meanShift, meanShift));
-    variance = arith::MaximumFOp::create(b, variance, f32(0.0));
-    return {arith::AddFOp::create(b, shift, meanShift), rsqrt(variance)};
-  }
-
-  /// 1 / sqrt(variance + epsilon), correctly rounded (sqrt.rn, div.rn).
-  /// math.rsqrt and llvm.sqrt both become libdevice calls in the NVVM
-  /// conversion, which only link where the CUDA toolkit is found at compile
-  /// time; the NVVM intrinsic needs nothing.
-  Value rsqrt(Value variance) {
-    Value root = LLVM::CallIntrinsicOp::create(
-                     b, b.getF32Type(), b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
-                     ValueRange{arith::AddFOp::create(b, variance,
-                                                      f32(p.epsilon))})
-                     .getResult(0);
-    return arith::DivFOp::create(b, f32(1.0), root);
-  }
-
-  /// y = (x - mean) * rstd * gamma + beta for one vector, stored.
-  void normalizeAndStore(Value x, Value chunk, Value mean, Value rstd) {
-    Value y = arith::MulFOp::create(
-        b, arith::SubFOp::create(b, x, splat(mean)), splat(rstd));
-    if (p.gamma)
-      y = arith::MulFOp::create(b, y, loadVector(p.gamma, Value(), chunk));
-    if (p.beta)
-      y = arith::AddFOp::create(b, y, loadVector(p.beta, Value(), chunk));
-    storeVector(y, chunk);
-  }
-
-  void storeStatistics(Value mean, Value rstd) {
-    if (!p.mean)
-      return;
-    Value first =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
-    scf::IfOp::create(b, first, [&](OpBuilder &nested, Location loc) {
-      memref::StoreOp::create(nested, loc, mean, p.mean, row);
-      memref::StoreOp::create(nested, loc, rstd, p.rstd, row);
-      scf::YieldOp::create(nested, loc);
-    });
-  }
-
-  void emitRow() {
-    if (s.kind == NormStrategy::Kind::Looped)
-      emitLoopedRow();
-    else
-      emitRegisterRow();
-  }
-
-  /// The row is loaded once into registers: thread `lane` holds vectors
-  /// lane, lane + T, lane + 2T, ... (T threads), so that each load
-  /// instruction of a warp reads one contiguous span. Values stay in their
-  /// storage type (two 16-bit values a register) and are widened at each
-  /// use. The variance is the exact two-pass one.
-  void emitRegisterRow() {
-    SmallVector<Value> chunks, valid, values;
+  /// Loads a lane's part of the row; on the GPU once per thread (cached),
+  /// in the twin once per lane loop.
+  LaneRow &laneRow(Value lane) {
+    auto [it, inserted] = laneCache.try_emplace(lane.getAsOpaquePointer());
+    LaneRow &lr = it->second;
+    if (!inserted)
+      return lr;
     Value zeros = arith::ConstantOp::create(
         b, DenseElementsAttr::get(vectorType(p.elementType),
                                   b.getFloatAttr(p.elementType, 0.0)));
-    Value alwaysInRow = arith::ConstantIntOp::create(b, 1, 1);
+    Value always = arith::ConstantIntOp::create(b, 1, 1);
     for (int64_t i = 0; i < s.vectorsPerThread; ++i) {
       Value chunk = arith::AddIOp::create(b, lane, index(i * s.threadsPerRow));
-      chunks.push_back(chunk);
+      lr.chunks.push_back(chunk);
       // Register-resident rows have a static size, so only the last vectors
-      // of a thread can fall past the row's end; the others load directly.
+      // of a lane can fall past the row's end; the others load directly.
       if ((i + 1) * s.threadsPerRow * s.vectorWidth <= *p.staticRowSize) {
-        valid.push_back(alwaysInRow);
-        values.push_back(loadRaw(p.input, row, chunk));
+        lr.inRow.push_back(always);
+        lr.raw.push_back(loadRaw(p.input, row, chunk));
         continue;
       }
       // Past the end, load the row's last vector instead (always in bounds)
       // and zero it: no branch, so the row stays in registers.
       Value inRow =
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk, vectors);
-      Value lastChunk = arith::SubIOp::create(b, vectors, index(1));
-      Value clamped = arith::MinUIOp::create(b, chunk, lastChunk);
-      Value x = arith::SelectOp::create(b, inRow,
-                                        loadRaw(p.input, row, clamped), zeros);
-      valid.push_back(inRow);
-      values.push_back(x);
+      Value last = arith::SubIOp::create(b, vectors, index(1));
+      Value clamped = arith::MinUIOp::create(b, chunk, last);
+      lr.inRow.push_back(inRow);
+      lr.raw.push_back(arith::SelectOp::create(
+          b, inRow, loadRaw(p.input, row, clamped), zeros));
     }
+    return lr;
+  }
 
-    Value mean = f32(0.0);
-    if (p.subtractMean) {
-      Value partial = f32(0.0);
-      for (Value x : values)
-        partial = arith::AddFOp::create(b, partial, sum(widen(x)));
-      mean = arith::MulFOp::create(b, rowSum(partial), invRowSize);
-    }
-    Value partialSquares = f32(0.0);
-    for (auto [x, inRow] : llvm::zip(values, valid)) {
-      // Padding lanes hold zeros, which would add mean^2 once centred.
-      Value centred = arith::SubFOp::create(b, widen(x), splat(mean));
-      Value squares = sum(arith::MulFOp::create(b, centred, centred));
-      squares = arith::SelectOp::create(b, inRow, squares, f32(0.0));
-      partialSquares = arith::AddFOp::create(b, partialSquares, squares);
-    }
-    Value variance =
-        arith::MulFOp::create(b, rowSum(partialSquares), invRowSize);
-    Value rstd = rsqrt(variance);
+  /// A lane's sum(x - shift) and sum((x - shift)^2) over its part of a long
+  /// row (looped strategy); cached like laneRow.
+  std::pair<Value, Value> loopedPartials(Value lane, Value shift) {
+    LaneRow &lr = laneCache[lane.getAsOpaquePointer()];
+    if (!lr.raw.empty())
+      return {lr.raw[0], lr.raw[1]};
+    auto loop = scf::ForOp::create(b, lane, vectors, index(s.threadsPerRow),
+                                   ValueRange{f32(0.0), f32(0.0)});
+    inside(loop.getRegion(), [&] {
+      Value chunk = loop.getInductionVar();
+      Value x = arith::SubFOp::create(
+          b, widen(loadRaw(p.input, row, chunk)), splat(shift));
+      scf::YieldOp::create(
+          b, ValueRange{add(loop.getRegionIterArg(0), sum(x)),
+                        add(loop.getRegionIterArg(1), sum(mul(x, x)))});
+    });
+    lr.raw = {loop.getResult(0), loop.getResult(1)};
+    return {lr.raw[0], lr.raw[1]};
+  }
 
-    for (auto [x, chunk, inRow] : llvm::zip(values, chunks, valid)) {
-      scf::IfOp::create(b, inRow, [&](OpBuilder &nested, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        normalizeAndStore(widen(x), chunk, mean, rstd);
-        scf::YieldOp::create(b);
-      });
-    }
+  /// y = (x - mean) * rstd * gamma + beta for one vector, stored.
+  void normalizeAndStore(Value x, Value chunk, Value mean, Value rstd) {
+    Value y = mul(arith::SubFOp::create(b, x, splat(mean)), splat(rstd));
+    if (p.gamma)
+      y = mul(y, widen(loadRaw(p.gamma, Value(), chunk)));
+    if (p.beta)
+      y = add(y, widen(loadRaw(p.beta, Value(), chunk)));
+    storeVector(y, chunk);
+  }
+
+  //===--- The row: written once, over lanes --------------------------------===//
+
+  void emitRow() {
+    auto [mean, rstd] = s.kind == NormStrategy::Kind::Looped
+                            ? loopedStatistics()
+                            : registerStatistics();
+    forEachLane([&](Value lane) {
+      if (s.kind == NormStrategy::Kind::Looped) {
+        auto loop = scf::ForOp::create(b, lane, vectors, index(s.threadsPerRow));
+        inside(loop.getRegion(), [&] {
+          Value chunk = loop.getInductionVar();
+          normalizeAndStore(widen(loadRaw(p.input, row, chunk)), chunk, mean,
+                            rstd);
+        });
+        return;
+      }
+      LaneRow &lr = laneRow(lane);
+      for (auto [raw, chunk, inRow] : llvm::zip(lr.raw, lr.chunks, lr.inRow))
+        inside(scf::IfOp::create(b, inRow).getThenRegion(), [&] {
+          normalizeAndStore(widen(raw), chunk, mean, rstd);
+        });
+    });
     storeStatistics(mean, rstd);
   }
 
-  /// Rows too long for registers: one pass accumulates per-thread sums of
-  /// values shifted by the row's first element (so the variance does not
-  /// cancel when |mean| >> stddev), a second pass normalizes.
-  void emitLoopedRow() {
-    Value shift = f32(0.0);
+  /// Two-pass mean and variance of a register-resident row. The mean sums
+  /// values shifted by the row's first element, which keeps it accurate in
+  /// f32 when |mean| >> stddev; the variance is centred on that mean.
+  std::pair<Value, Value> registerStatistics() {
+    Value mean = f32(0.0);
     if (p.subtractMean) {
-      Value first = memref::LoadOp::create(b, p.input, ValueRange{row, index(0)});
-      shift = p.elementType.isF32()
-                  ? first
-                  : arith::ExtFOp::create(b, b.getF32Type(), first).getResult();
+      Value pivot = rowPivot();
+      Value shiftedSum = rowSum([&](Value lane) {
+        LaneRow &lr = laneRow(lane);
+        Value partial = f32(0.0);
+        for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
+          Value shifted = sum(arith::SubFOp::create(b, widen(raw), splat(pivot)));
+          partial = add(partial,
+                        arith::SelectOp::create(b, inRow, shifted, f32(0.0)));
+        }
+        return partial;
+      });
+      mean = add(pivot, mul(shiftedSum, invRowSize));
     }
-    Value step = index(s.threadsPerRow);
-    auto sums = scf::ForOp::create(
-        b, lane, vectors, step, ValueRange{f32(0.0), f32(0.0)},
-        [&](OpBuilder &nested, Location, Value chunk, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          Value x = arith::SubFOp::create(b, loadVector(p.input, row, chunk),
-                                          splat(shift));
-          Value s1 = arith::AddFOp::create(b, acc[0], sum(x));
-          Value s2 = arith::AddFOp::create(
-              b, acc[1], sum(arith::MulFOp::create(b, x, x)));
-          scf::YieldOp::create(b, ValueRange{s1, s2});
+    Value variance = mul(rowSum([&](Value lane) {
+                           LaneRow &lr = laneRow(lane);
+                           Value partial = f32(0.0);
+                           for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
+                             // Padding holds zeros, which would add mean^2
+                             // once centred.
+                             Value centred =
+                                 arith::SubFOp::create(b, widen(raw), splat(mean));
+                             Value squares = arith::SelectOp::create(
+                                 b, inRow, sum(mul(centred, centred)), f32(0.0));
+                             partial = add(partial, squares);
+                           }
+                           return partial;
+                         }),
+                         invRowSize);
+    return {mean, rsqrt(variance)};
+  }
+
+  /// One pass over a long row, of values shifted by its first element so
+  /// that the variance does not cancel when |mean| >> stddev.
+  std::pair<Value, Value> loopedStatistics() {
+    Value shift = p.subtractMean ? rowPivot() : f32(0.0);
+    Value squares = mul(
+        rowSum([&](Value lane) { return loopedPartials(lane, shift).second; }),
+        invRowSize);
+    if (!p.subtractMean)
+      return {f32(0.0), rsqrt(squares)};
+    Value meanShift = mul(
+        rowSum([&](Value lane) { return loopedPartials(lane, shift).first; }),
+        invRowSize);
+    Value variance = arith::MaximumFOp::create(
+        b, arith::SubFOp::create(b, squares, mul(meanShift, meanShift)), f32(0.0));
+    return {add(shift, meanShift), rsqrt(variance)};
+  }
+
+  /// The row's first element in f32, which every lane reads (one cached
+  /// load per warp).
+  Value rowPivot() {
+    Value first = memref::LoadOp::create(b, p.input, ValueRange{row, index(0)});
+    if (p.elementType.isF32())
+      return first;
+    return arith::ExtFOp::create(b, b.getF32Type(), first);
+  }
+
+  /// 1 / sqrt(variance + epsilon), correctly rounded in both forms. On the
+  /// GPU, math.rsqrt and llvm.sqrt both become libdevice calls in the NVVM
+  /// conversion, which only link where the CUDA toolkit is found at compile
+  /// time; the NVVM intrinsic (sqrt.rn.f32) needs nothing.
+  Value rsqrt(Value variance) {
+    Value shifted = add(variance, f32(p.epsilon));
+    Value root =
+        onGPU() ? LLVM::CallIntrinsicOp::create(
+                      b, b.getF32Type(), b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
+                      ValueRange{shifted})
+                      .getResult(0)
+                : math::SqrtOp::create(b, shifted).getResult();
+    return arith::DivFOp::create(b, f32(1.0), root);
+  }
+
+  void storeStatistics(Value mean, Value rstd) {
+    if (!p.mean)
+      return;
+    auto store = [&] {
+      memref::StoreOp::create(b, mean, p.mean, row);
+      memref::StoreOp::create(b, rstd, p.rstd, row);
+    };
+    if (!onGPU())
+      return store();
+    Value first =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, gpuLane, index(0));
+    inside(scf::IfOp::create(b, first).getThenRegion(), store);
+  }
+
+  //===--- What differs: lanes and row reductions --------------------------===//
+
+  bool onGPU() const { return !twinBuffers[0]; }
+
+  /// Runs per-lane code: on the GPU for this thread's lane, in the twin for
+  /// every lane in turn.
+  void forEachLane(function_ref<void(Value lane)> body) {
+    if (onGPU())
+      return body(gpuLane);
+    auto lanes = scf::ForOp::create(b, index(0), index(s.threadsPerRow), index(1));
+    inside(lanes.getRegion(), [&] { body(lanes.getInductionVar()); });
+  }
+
+  /// The sum over the row's lanes of `partialOf(lane)`, seen by every lane.
+  Value rowSum(function_ref<Value(Value lane)> partialOf) {
+    return onGPU() ? gpuRowSum(partialOf(gpuLane)) : twinRowSum(partialOf);
+  }
+
+  Value gpuWarpSum(Value value) {
+    for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      Value other = gpu::ShuffleOp::create(b, value, offset, kWarpSize,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      value = add(value, other);
+    }
+    return value;
+  }
+
+  Value gpuRowSum(Value value) {
+    value = gpuWarpSum(value);
+    if (s.threadsPerRow == kWarpSize)
+      return value;
+    // Each warp publishes its partial sum; then every warp reads all of them
+    // and reduces them again with shuffles, so all threads end up with the
+    // total without a second broadcast through shared memory.
+    Value warpSize = index(kWarpSize);
+    Value laneInWarp = arith::RemUIOp::create(b, gpuLane, warpSize);
+    Value warp = arith::DivUIOp::create(b, gpuLane, warpSize);
+    Value isLeader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                           laneInWarp, index(0));
+    inside(scf::IfOp::create(b, isLeader).getThenRegion(), [&] {
+      memref::StoreOp::create(b, value, sharedPartials, warp);
+    });
+    gpu::BarrierOp::create(b);
+    Value hasPartial =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, laneInWarp,
+                              index(s.threadsPerRow / kWarpSize));
+    auto read = scf::IfOp::create(b, b.getF32Type(), hasPartial,
+                                  /*addThenBlock=*/true, /*addElseBlock=*/true);
+    inside(read.getThenRegion(), [&] {
+      scf::YieldOp::create(
+          b, ValueRange{memref::LoadOp::create(b, sharedPartials, laneInWarp)});
+    });
+    inside(read.getElseRegion(),
+           [&] { scf::YieldOp::create(b, ValueRange{f32(0.0)}); });
+    // The next reduction reuses the buffer only after everyone has read it.
+    gpu::BarrierOp::create(b);
+    return gpuWarpSum(read.getResult(0));
+  }
+
+  /// The GPU's reduction replayed on a buffer: the xor butterfly within
+  /// each warp (lane i adds lane i^offset's value, as a shuffle does), then,
+  /// for several warps, the butterfly over the warps' partials.
+  Value twinRowSum(function_ref<Value(Value lane)> partialOf) {
+    Value current = twinBuffers[0], next = twinBuffers[1];
+    forEachLane([&](Value lane) {
+      memref::StoreOp::create(b, partialOf(lane), current, lane);
+    });
+    auto butterfly = [&](int64_t lanes) {
+      for (int64_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
+        auto loop = scf::ForOp::create(b, index(0), index(lanes), index(1));
+        inside(loop.getRegion(), [&] {
+          Value lane = loop.getInductionVar();
+          Value partner = arith::XOrIOp::create(b, lane, index(offset));
+          Value mine = memref::LoadOp::create(b, current, lane);
+          Value theirs = memref::LoadOp::create(b, current, partner);
+          memref::StoreOp::create(b, add(mine, theirs), next, lane);
         });
-    auto [mean, rstd] =
-        statistics(sums.getResult(0), sums.getResult(1), shift);
-    scf::ForOp::create(
-        b, lane, vectors, step, ValueRange{},
-        [&](OpBuilder &nested, Location, Value chunk, ValueRange) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          normalizeAndStore(loadVector(p.input, row, chunk), chunk, mean, rstd);
-          scf::YieldOp::create(b);
-        });
-    storeStatistics(mean, rstd);
+        std::swap(current, next);
+      }
+    };
+    butterfly(s.threadsPerRow);
+    if (s.threadsPerRow > kWarpSize) {
+      int64_t warps = s.threadsPerRow / kWarpSize;
+      auto gather = scf::ForOp::create(b, index(0), index(kWarpSize), index(1));
+      inside(gather.getRegion(), [&] {
+        Value lane = gather.getInductionVar();
+        Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                 lane, index(warps));
+        Value source = arith::MinUIOp::create(
+            b, arith::MulIOp::create(b, lane, index(kWarpSize)),
+            index(s.threadsPerRow - kWarpSize));
+        Value partial = arith::SelectOp::create(
+            b, hasPartial, memref::LoadOp::create(b, current, source), f32(0.0));
+        memref::StoreOp::create(b, partial, next, lane);
+      });
+      std::swap(current, next);
+      butterfly(kWarpSize);
+    }
+    return memref::LoadOp::create(b, current, index(0));
   }
 
   ImplicitLocOpBuilder &b;
   const NormStrategy &s;
   const NormProblem &p;
-  Value sharedPartials;
-  Value lane, row, invRowSize, vectors;
+  Value sharedPartials, gpuLane, row, invRowSize, vectors;
+  std::array<Value, 2> twinBuffers;
+  llvm::DenseMap<void *, LaneRow> laneCache;
 };
 
 //===----------------------------------------------------------------------===//
@@ -483,10 +603,89 @@ struct RowView {
   MemRefType rowsType;
 };
 
+/// The gpu.module that holds fff's kernels, created on first use.
+gpu::GPUModuleOp kernelModule(RewriterBase &rewriter, Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  rewriter.getUnitAttr());
+  constexpr StringLiteral kName = "fff_kernels";
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kName))
+    return existing;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kName);
+}
+
+/// Builds the kernel `gpu.func @<op>_<strategy>` for `host` (a problem in
+/// host values) and returns the host values to launch it with, in
+/// `operands`. The kernel records its strategy as `fff.strategy`.
+gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
+                               const NormStrategy &strategy,
+                               const NormProblem &host,
+                               SmallVectorImpl<Value> &operands) {
+  // The kernel's parameters: every buffer the problem has, then the sizes.
+  NormProblem inKernel = host;
+  SmallVector<Value *> fields{&inKernel.input, &inKernel.gamma, &inKernel.beta,
+                              &inKernel.output, &inKernel.mean, &inKernel.rstd,
+                              &inKernel.rows, &inKernel.rowSize};
+  SmallVector<Value *> present;
+  for (Value *field : fields)
+    if (*field) {
+      present.push_back(field);
+      operands.push_back(*field);
+    }
+
+  gpu::GPUModuleOp module = kernelModule(rewriter, op);
+  // e.g. layer_norm_bf16_768_warp_per_row: what a profiler should show.
+  std::string base;
+  llvm::raw_string_ostream os(base);
+  os << op->getName().stripDialect() << "_" << host.elementType << "_";
+  if (host.staticRowSize)
+    os << *host.staticRowSize;
+  else
+    os << "dynamic";
+  os << "_" << NormStrategy::kindName(strategy.kind);
+  std::string name = base;
+  for (unsigned suffix = 1; module.lookupSymbol(name); ++suffix)
+    name = base + "_" + std::to_string(suffix);
+
+  auto sharedType = MemRefType::get(
+      {kWarpSize}, rewriter.getF32Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                 gpu::AddressSpace::Workgroup));
+  bool needsShared = strategy.threadsPerRow > kWarpSize;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToEnd(module.getBody());
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  auto kernel = gpu::GPUFuncOp::create(
+      b, name,
+      b.getFunctionType(ValueRange(operands).getTypes(), TypeRange{}),
+      needsShared ? TypeRange{sharedType} : TypeRange{});
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {int32_t(strategy.threadsPerBlock()), 1, 1}));
+  kernel->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
+  // With the block size known, ptxas would otherwise cap registers for
+  // occupancy (48 at 128 threads) and spill rows meant to stay in them.
+  kernel->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                  b.getI32IntegerAttr(strategy.maxRegisters));
+  for (auto [field, arg] : llvm::zip(present, kernel.getArguments()))
+    *field = arg;
+
+  b.setInsertionPointToStart(&kernel.front());
+  Value shared =
+      needsShared ? Value(kernel.getWorkgroupAttributions().front()) : Value();
+  NormKernelEmitter(b, strategy, inKernel)
+      .emitGPU(gpu::ThreadIdOp::create(b, gpu::Dimension::x),
+               gpu::BlockIdOp::create(b, gpu::Dimension::x), shared);
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
 LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
-                        Value input, Value gamma, Value beta, float epsilon,
-                        int64_t normalizedRank, bool subtractMean,
-                        bool returnStats) {
+                        bool cpuTwin, Value input, Value gamma, Value beta,
+                        float epsilon, int64_t normalizedRank,
+                        bool subtractMean, bool returnStats) {
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   RowView view(b, input, normalizedRank);
   auto elementType = view.rowsType.getElementType();
@@ -514,61 +713,58 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
     problem.rstd = RowView::statsVector(b, resultBuffers[2]);
   }
 
-  Value one = arith::ConstantIndexOp::create(b, 1);
-  Value rowsPerBlock = arith::ConstantIndexOp::create(b, strategy.rowsPerBlock);
-  Value blocks = arith::CeilDivUIOp::create(b, view.rows, rowsPerBlock);
-  Value threads =
-      arith::ConstantIndexOp::create(b, strategy.threadsPerBlock());
-  auto sharedType = MemRefType::get(
-      {kWarpSize}, b.getF32Type(), MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(b.getContext(),
-                                 gpu::AddressSpace::Workgroup));
-  bool needsShared = strategy.threadsPerRow > kWarpSize;
-  std::string kernelName = (op->getName().stripDialect() + "_" +
-                            NormStrategy::kindName(strategy.kind))
-                               .str();
-  auto launch = gpu::LaunchOp::create(
-      b, blocks, one, one, threads, one, one, /*dynamicSharedMemorySize=*/Value(),
-      /*asyncTokenType=*/Type(), /*asyncDependencies=*/ValueRange(),
-      needsShared ? TypeRange{sharedType} : TypeRange{}, TypeRange{},
-      Value(), Value(), Value(), FlatSymbolRefAttr(),
-      FlatSymbolRefAttr::get(b.getContext(), kernelName));
-  launch->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    Value shared =
-        needsShared ? Value(launch.getWorkgroupAttributions().front()) : Value();
-    NormKernelEmitter(b, strategy, problem, shared)
-        .emit(launch.getThreadIds().x, launch.getBlockIds().x);
-    gpu::TerminatorOp::create(b);
+  auto results = [&] {
+    SmallVector<Value> tensors;
+    for (Value buffer : resultBuffers)
+      tensors.push_back(RowView::toTensor(b, buffer));
+    return tensors;
+  };
+  if (cpuTwin) {
+    NormKernelEmitter(b, strategy, problem).emitCPUTwin();
+    rewriter.replaceOp(op, results());
+    return success();
   }
 
-  SmallVector<Value> results;
-  for (Value buffer : resultBuffers)
-    results.push_back(RowView::toTensor(b, buffer));
-  rewriter.replaceOp(op, results);
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value blocks = arith::CeilDivUIOp::create(
+      b, view.rows, arith::ConstantIndexOp::create(b, strategy.rowsPerBlock));
+  Value threads =
+      arith::ConstantIndexOp::create(b, strategy.threadsPerBlock());
+  SmallVector<Value> operands;
+  gpu::GPUFuncOp kernel = buildNormKernel(rewriter, op, strategy, problem, operands);
+  gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{blocks, one, one},
+                            gpu::KernelDim3{threads, one, one},
+                            /*dynamicSharedMemorySize=*/Value(), operands);
+  rewriter.replaceOp(op, results());
   return success();
 }
 
-struct LayerNormToGPU : OpConversionPattern<LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Shared by the two norm patterns: whether to emit the CPU twin.
+template <typename Op>
+struct NormToGPUPattern : OpConversionPattern<Op> {
+  NormToGPUPattern(MLIRContext *context, bool cpuTwin)
+      : OpConversionPattern<Op>(context), cpuTwin(cpuTwin) {}
+  bool cpuTwin;
+};
+
+struct LayerNormToGPU : NormToGPUPattern<LayerNormOp> {
+  using NormToGPUPattern::NormToGPUPattern;
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerNorm(op, rewriter, adaptor.getInput(), adaptor.getGamma(),
+    return lowerNorm(op, rewriter, cpuTwin, adaptor.getInput(), adaptor.getGamma(),
                      adaptor.getBeta(), op.getEpsilon().convertToFloat(),
                      op.getNormalizedRank(), /*subtractMean=*/true,
                      op.getReturnStats());
   }
 };
 
-struct RMSNormToGPU : OpConversionPattern<RMSNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct RMSNormToGPU : NormToGPUPattern<RMSNormOp> {
+  using NormToGPUPattern::NormToGPUPattern;
   LogicalResult
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerNorm(op, rewriter, adaptor.getInput(), adaptor.getGamma(),
+    return lowerNorm(op, rewriter, cpuTwin, adaptor.getInput(), adaptor.getGamma(),
                      Value(), op.getEpsilon().convertToFloat(),
                      op.getNormalizedRank(), /*subtractMean=*/false,
                      /*returnStats=*/false);
@@ -577,15 +773,19 @@ struct RMSNormToGPU : OpConversionPattern<RMSNormOp> {
 
 struct ConvertFFFToGPUPass
     : fff::impl::ConvertFFFToGPUBase<ConvertFFFToGPUPass> {
+  using ConvertFFFToGPUBase::ConvertFFFToGPUBase;
+
   void runOnOperation() override {
     ConversionTarget target(getContext());
     target.addIllegalOp<LayerNormOp, RMSNormOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateFFFNormsToGPUPatterns(patterns);
+    populateFFFNormsToGPUPatterns(patterns, cpuTwin);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
+    if (cpuTwin)
+      return; // the tree ops take the CPU path after this pass
     // Say so plainly rather than let bufferization trip over the op later.
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
       if (!isa<FFFDialect>(op->getDialect()))
@@ -600,6 +800,7 @@ struct ConvertFFFToGPUPass
 
 } // namespace
 
-void fff::populateFFFNormsToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<LayerNormToGPU, RMSNormToGPU>(patterns.getContext());
+void fff::populateFFFNormsToGPUPatterns(RewritePatternSet &patterns,
+                                        bool cpuTwin) {
+  patterns.add<LayerNormToGPU, RMSNormToGPU>(patterns.getContext(), cpuTwin);
 }

@@ -45,6 +45,7 @@ DictionaryAttr NormStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("rows_per_block", b.getI64IntegerAttr(rowsPerBlock)),
       b.getNamedAttr("vectors_per_thread",
                      b.getI64IntegerAttr(vectorsPerThread)),
+      b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
   });
 }
 

@@ -1,18 +1,19 @@
 // RUN: fff-opt %s --convert-fff-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
 
 // The strategy follows from the row size and element type alone, and is
-// recorded on each launch. Short rows: a warp per row, four rows a block,
-// 128-bit loads (4 x f32, 8 x bf16).
+// recorded on each kernel. Short rows: a warp per row, four rows a block,
+// 128-bit loads (4 x f32, 8 x bf16). Kernels are named after what they do.
 // CHECK-LABEL: func @warp_per_row
-// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) function(@layer_norm_warp_per_row)
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_f32_768_warp_per_row blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}})
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_bf16_768_warp_per_row
+// CHECK:       gpu.module @fff_kernels
+// CHECK:         gpu.func @layer_norm_f32_768_warp_per_row({{.*}}) kernel attributes {fff.strategy = {kind = "warp_per_row", max_registers = 64 : i64, rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 4 : i64, vectors_per_thread = 6 : i64}, known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 64 : i32}
 // CHECK-NOT:       workgroup
 // CHECK:           vector.load {{.*}} {alignment = 16 : i64} : memref<?x768xf32>, vector<4xf32>
 // CHECK:           gpu.shuffle xor
 // CHECK:           llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
 // CHECK:           vector.store {{.*}} {alignment = 16 : i64} : memref<?x768xf32>, vector<4xf32>
-// CHECK:         } {fff.strategy = {kind = "warp_per_row", rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 4 : i64, vectors_per_thread = 6 : i64}}
-// CHECK:         gpu.launch {{.*}} function(@rms_norm_warp_per_row)
-// CHECK:         } {fff.strategy = {kind = "warp_per_row", rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 8 : i64, vectors_per_thread = 3 : i64}}
+// CHECK:         gpu.func @rms_norm_bf16_768_warp_per_row({{.*}}) kernel attributes {fff.strategy = {kind = "warp_per_row", max_registers = 64 : i64, rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 8 : i64, vectors_per_thread = 3 : i64}
 func.func @warp_per_row(%x: tensor<?x768xf32>, %h: tensor<?x768xbf16>) -> (tensor<?x768xf32>, tensor<?x768xbf16>) {
   %0 = fff.layer_norm %x : tensor<?x768xf32>
   %1 = fff.rms_norm %h : tensor<?x768xbf16>
@@ -21,11 +22,14 @@ func.func @warp_per_row(%x: tensor<?x768xf32>, %h: tensor<?x768xbf16>) -> (tenso
 
 // -----
 
-// A row size with no wide divisor gets scalar loads and a bounds check per
-// vector (127 = 3 * 32 + 31).
-// CHECK-LABEL: func @odd_row
+// A row size with no wide divisor gets scalar loads; the lanes whose last
+// vector can fall past the row (127 = 3 * 32 + 31) load a clamped index and
+// zero it.
+// CHECK-LABEL: gpu.func @rms_norm_f16_127_warp_per_row
+// CHECK:         arith.minui
 // CHECK:         vector.load {{.*}} : memref<?x127xf16>, vector<1xf16>
-// CHECK:         } {fff.strategy = {kind = "warp_per_row", rows_per_block = 4 : i64, threads_per_row = 32 : i64, vector_width = 1 : i64, vectors_per_thread = 4 : i64}}
+// CHECK:         arith.select
+// CHECK-SAME:    vector<1xf16>
 func.func @odd_row(%x: tensor<?x127xf16>, %g: tensor<127xf16>) -> tensor<?x127xf16> {
   %0 = fff.rms_norm %x scale(%g : tensor<127xf16>) : tensor<?x127xf16>
   return %0 : tensor<?x127xf16>
@@ -35,14 +39,15 @@ func.func @odd_row(%x: tensor<?x127xf16>, %g: tensor<127xf16>) -> tensor<?x127xf
 
 // Long rows: a block per row, partial sums across warps through 32 floats of
 // shared memory, one barrier pair per reduction.
-// CHECK-LABEL: func @block_per_row
-// CHECK:         gpu.launch {{.*}} function(@layer_norm_block_per_row) workgroup(%[[SMEM:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
-// CHECK:           memref.store %{{.*}}, %[[SMEM]][%{{.*}}] : memref<32xf32, #gpu.address_space<workgroup>>
-// CHECK:           gpu.barrier
-// CHECK:           memref.load %[[SMEM]]
-// CHECK:           gpu.barrier
-// CHECK:         } {fff.strategy = {kind = "block_per_row", rows_per_block = 1 : i64, threads_per_row = 256 : i64, vector_width = 4 : i64, vectors_per_thread = 8 : i64}}
-// CHECK:         } {fff.strategy = {kind = "block_per_row", rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 8 : i64, vectors_per_thread = 4 : i64}}
+// CHECK-LABEL: gpu.func @layer_norm_f32_8192_block_per_row
+// CHECK-SAME:    workgroup(%[[SMEM:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    kind = "block_per_row", max_registers = 64 : i64, rows_per_block = 1 : i64, threads_per_row = 256 : i64, vector_width = 4 : i64, vectors_per_thread = 8 : i64
+// CHECK:         memref.store %{{.*}}, %[[SMEM]][%{{.*}}] : memref<32xf32, #gpu.address_space<workgroup>>
+// CHECK:         gpu.barrier
+// CHECK:         memref.load %[[SMEM]]
+// CHECK:         gpu.barrier
+// CHECK-LABEL: gpu.func @rms_norm_bf16_16384_block_per_row
+// CHECK-SAME:    threads_per_row = 512 : i64, vector_width = 8 : i64, vectors_per_thread = 4 : i64
 func.func @block_per_row(%x: tensor<?x8192xf32>, %h: tensor<?x16384xbf16>) -> (tensor<?x8192xf32>, tensor<?x16384xbf16>) {
   %0 = fff.layer_norm %x : tensor<?x8192xf32>
   %1 = fff.rms_norm %h : tensor<?x16384xbf16>
@@ -52,16 +57,28 @@ func.func @block_per_row(%x: tensor<?x8192xf32>, %h: tensor<?x16384xbf16>) -> (t
 // -----
 
 // Rows too long for registers, or of dynamic size: two loops over the row.
-// CHECK-LABEL: func @looped
-// CHECK:         gpu.launch {{.*}} function(@layer_norm_looped)
-// CHECK:           scf.for {{.*}} iter_args
-// CHECK:           scf.for
-// CHECK:         } {fff.strategy = {kind = "looped", rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 4 : i64, vectors_per_thread = 0 : i64}}
-// CHECK:         } {fff.strategy = {kind = "looped", rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 1 : i64, vectors_per_thread = 0 : i64}}
+// CHECK-LABEL: gpu.func @layer_norm_f32_32768_looped
+// CHECK-SAME:    kind = "looped", max_registers = 64 : i64, rows_per_block = 1 : i64, threads_per_row = 512 : i64, vector_width = 4 : i64, vectors_per_thread = 0 : i64
+// CHECK:         scf.for {{.*}} iter_args
+// CHECK:         scf.for
+// CHECK-LABEL: gpu.func @layer_norm_bf16_dynamic_looped
+// CHECK-SAME:    vector_width = 1 : i64
 func.func @looped(%x: tensor<?x32768xf32>, %d: tensor<?x?xbf16>) -> (tensor<?x32768xf32>, tensor<?x?xbf16>) {
   %0 = fff.layer_norm %x : tensor<?x32768xf32>
   %1 = fff.layer_norm %d : tensor<?x?xbf16>
   return %0, %1 : tensor<?x32768xf32>, tensor<?x?xbf16>
+}
+
+// -----
+
+// Two norms of one kind get distinct kernels.
+// CHECK-LABEL: func @same_kernel_twice
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_f32_64_warp_per_row
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_f32_64_warp_per_row_1
+func.func @same_kernel_twice(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %0 = fff.rms_norm %x : tensor<?x64xf32>
+  %1 = fff.rms_norm %0 : tensor<?x64xf32>
+  return %1 : tensor<?x64xf32>
 }
 
 // -----

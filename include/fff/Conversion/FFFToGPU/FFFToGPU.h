@@ -10,8 +10,10 @@ class RewritePatternSet;
 namespace fff {
 
 /// Patterns lowering fff.layer_norm and fff.rms_norm to one gpu.launch each,
-/// with the kernel strategy from selectNormStrategy.
-void populateFFFNormsToGPUPatterns(mlir::RewritePatternSet &patterns);
+/// with the kernel strategy from selectNormStrategy; with `cpuTwin`, to the
+/// kernels' CPU-executable twins instead.
+void populateFFFNormsToGPUPatterns(mlir::RewritePatternSet &patterns,
+                                   bool cpuTwin = false);
 
 } // namespace fff
 

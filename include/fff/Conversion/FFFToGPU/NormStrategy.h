@@ -42,6 +42,13 @@ struct NormStrategy {
   int64_t rowsPerBlock;
   /// Vectors each thread keeps in registers (0 for Looped).
   int64_t vectorsPerThread;
+  /// Register budget per thread handed to ptxas (`.maxnreg`).
+  int64_t maxRegisters = kMaxRegistersPerThread;
+
+  /// Enough for the largest register-resident row (32 f32 values per
+  /// thread) plus addressing and reduction state, and still two 512-thread
+  /// blocks per multiprocessor.
+  static constexpr int64_t kMaxRegistersPerThread = 64;
 
   static llvm::StringRef kindName(Kind kind);
   int64_t threadsPerBlock() const { return threadsPerRow * rowsPerBlock; }
