@@ -14,6 +14,11 @@
 # IMPORTS: dlopen
 # RUN: %python %s %t/norm.so | FileCheck %s
 # CHECK: loaded
+#
+# The same library called from C.
+# RUN: cc -I %fff_src_root/include %S/Inputs/call_from_c.c %t/norm.so -Wl,-rpath,%t -o %t/call_from_c
+# RUN: %t/call_from_c 2>/dev/null | FileCheck %s --check-prefix=C
+# C: {{CUDA driver present|call: kernel rms_norm_bf16_768_warp_per_row is unavailable: its module did not load}}
 
 import ctypes
 import sys
