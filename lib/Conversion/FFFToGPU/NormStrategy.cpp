@@ -63,20 +63,20 @@ NormStrategy fff::selectNormStrategy(std::optional<int64_t> rowSize,
   int64_t vectors = *rowSize / vectorWidth;
 
   if (vectors <= kWarpSize * kWarpRowVectors &&
-      vectorWidth * llvm::divideCeil(vectors, kWarpSize) <=
+      vectorWidth * llvm::divideCeilSigned(vectors, kWarpSize) <=
           kRegisterValuesPerThread)
     return {NormStrategy::Kind::WarpPerRow, vectorWidth, kWarpSize,
-            kWarpRowsPerBlock, llvm::divideCeil(vectors, kWarpSize)};
+            kWarpRowsPerBlock, llvm::divideCeilSigned(vectors, kWarpSize)};
 
   // Enough warps that each thread holds at most the register budget.
   int64_t vectorsPerThreadLimit =
       std::max<int64_t>(1, kRegisterValuesPerThread / vectorWidth);
   int64_t threads = llvm::alignTo(
-      llvm::divideCeil(vectors, vectorsPerThreadLimit), kWarpSize);
+      llvm::divideCeilSigned(vectors, vectorsPerThreadLimit), kWarpSize);
   threads = std::max<int64_t>(threads, 4 * kWarpSize);
   if (threads <= kMaxRegisterRowThreads)
     return {NormStrategy::Kind::BlockPerRow, vectorWidth, threads,
-            /*rowsPerBlock=*/1, llvm::divideCeil(vectors, threads)};
+            /*rowsPerBlock=*/1, llvm::divideCeilSigned(vectors, threads)};
 
   return {NormStrategy::Kind::Looped, vectorWidth, kLoopedThreads,
           /*rowsPerBlock=*/1, /*vectorsPerThread=*/0};
