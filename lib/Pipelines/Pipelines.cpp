@@ -17,6 +17,16 @@
 
 using namespace mlir;
 
+/// Whole-module bufferization; function arguments and results become
+/// identity-layout memrefs, the ABI fff-run and AOT callers rely on.
+static void addBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+}
+
 void fff::buildCPUPipeline(OpPassManager &pm,
                            const CPUPipelineOptions &options) {
   // fff ops and elementwise tensor math -> linalg / scf on tensors.
@@ -27,11 +37,7 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 
   // Tensors -> buffers, with deallocation of everything not returned.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  addBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass()); // clones -> alloc + copy
 
@@ -61,11 +67,7 @@ void fff::buildGPUPipeline(OpPassManager &pm,
 
   // Tensors -> device buffers; results become caller-allocated out-params,
   // so no host code touches device memory.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  addBufferization(pm);
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.hoistDynamicAllocs = true;
