@@ -62,6 +62,14 @@ func.func @norm_rank0_input(%x: tensor<f32>) {
 
 // -----
 
+func.func @norm_empty_row(%x: tensor<4x0xf32>) {
+  // expected-error @+1 {{'fff.rms_norm' op normalized dim 1 is empty; there is nothing to normalize over}}
+  %0 = fff.rms_norm %x : tensor<4x0xf32>
+  return
+}
+
+// -----
+
 func.func @norm_scale_element_type(%x: tensor<4x8xf32>, %g: tensor<8xf16>) {
   // expected-error @+1 {{'fff.layer_norm' op scale element type 'f16' does not match input element type 'f32'}}
   %0 = fff.layer_norm %x scale(%g : tensor<8xf16>) : tensor<4x8xf32>

@@ -114,6 +114,12 @@ verifyNorm(Operation *op, Value input, float epsilon, int64_t normalizedRank,
 
   ArrayRef<int64_t> normalizedShape =
       inputType.getShape().take_back(normalizedRank);
+  // Statistics over zero elements are undefined (0/0).
+  for (auto [index, extent] : llvm::enumerate(normalizedShape))
+    if (extent == 0)
+      return op->emitOpError()
+             << "normalized dim " << inputType.getRank() - normalizedRank + index
+             << " is empty; there is nothing to normalize over";
   for (auto [name, param] : affineParams) {
     if (!param)
       continue;
