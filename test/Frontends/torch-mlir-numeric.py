@@ -1,0 +1,68 @@
+# Real frontend IR: nn.LayerNorm, nn.RMSNorm, a LLaMA-style bf16 RMSNorm and
+# a pre-LN feedforward block, exported by torch-mlir to linalg-on-tensors
+# (Inputs/torch_mlir/export.py), run through --fff-cpu-pipeline with fff-run
+# on a dynamic batch, against float64 numpy references that use the same
+# weights (exported beside the IR). Needs no torch.
+#
+# REQUIRES: numpy
+# RUN: %python %s %S/Inputs/torch_mlir | FileCheck %s
+# CHECK: all 4 checks passed
+
+import math
+import os
+import sys
+
+import numpy as np
+
+from fffcheck import TOLERANCE, Checker, dequantize, from_bf16_bits, quantize, run, to_bf16_bits
+
+inputs = sys.argv[1]
+rng = np.random.default_rng(7)
+check = Checker()
+erf = np.vectorize(math.erf)
+
+
+def load(name):
+    weights = {k: v.astype(np.float64) for k, v in np.load(os.path.join(inputs, f"{name}.weights.npz")).items()}
+    return open(os.path.join(inputs, f"{name}.mlir")).read(), weights
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps) * weight + bias
+
+
+def bf16(values):
+    return from_bf16_bits(to_bf16_bits(values)).astype(np.float64)
+
+
+x768 = rng.standard_normal((5, 768)).astype(np.float32)
+x64 = rng.standard_normal((7, 64)).astype(np.float32)
+
+mlir, w = load("layer_norm")
+(y,) = run(mlir, "layer_norm", [x768], 1)
+check.close("torch-mlir nn.LayerNorm f32 [5, 768]", y, layer_norm(x768.astype(np.float64), w["weight"], w["bias"]),
+            TOLERANCE["f32"])
+
+mlir, w = load("rms_norm")
+(y,) = run(mlir, "rms_norm", [x768], 1)
+x = x768.astype(np.float64)
+check.close("torch-mlir nn.RMSNorm f32 [5, 768]", y, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w["weight"],
+            TOLERANCE["f32"])
+
+# The LLaMA module rounds to bf16 twice, as torch does: after normalizing,
+# and after scaling by the (bf16) weight.
+mlir, w = load("llama_rms_norm_bf16")
+x_bits, x = quantize(x768, "bf16")
+(y,) = run(mlir, "llama_rms_norm_bf16", [x_bits], 1)
+normalized = bf16(x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6))
+check.close("torch-mlir LLaMA RMSNorm bf16 [5, 768]", dequantize(y, "bf16"), bf16(w["weight"] * normalized),
+            TOLERANCE["bf16"])
+
+mlir, w = load("pre_ln_block")
+(y,) = run(mlir, "pre_ln_block", [x64], 1)
+x = x64.astype(np.float64)
+h = layer_norm(x, w["ln.weight"], w["ln.bias"]) @ w["fc1.weight"].T + w["fc1.bias"]
+h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
+check.close("torch-mlir pre-LN block f32 [7, 64]", y, x + h @ w["fc2.weight"].T + w["fc2.bias"], TOLERANCE["f32"])
+check.finish()
