@@ -63,6 +63,9 @@ for dtype in ("f32", "f16", "bf16"):
     # A dynamic row size (looped, scalar loads) and two normalized dims.
     case(dtype, (3, 300), (None, None))
     case(dtype, (3, 4, 96), (None, 4, 96), normalized_rank=2)
+# normalized_rank equal to the rank: the whole tensor is one row.
+case("f32", (6, 50), (6, 50), normalized_rank=2)
+case("bf16", (3, 4, 96), (3, 4, 96), normalized_rank=3)
 # A large common offset: the looped kernel's shifted sums must not cancel.
 case("f32", (2, 32768), (None, 32768), offset=1000.0)
 case("f32", (4, 768), (None, 768), offset=1000.0)
