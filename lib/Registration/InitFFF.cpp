@@ -4,6 +4,7 @@
 
 #include "fff/Conversion/Passes.h"
 #include "fff/Dialect/FFF/IR/FFFDialect.h"
+#include "fff/Dialect/FFF/Transforms/Passes.h"
 #include "fff/Pipelines/Pipelines.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -27,5 +28,6 @@ void fff::registerFFFDialects(mlir::DialectRegistry &registry) {
 
 void fff::registerFFFPasses() {
   registerFFFConversionPasses();
+  registerFFFTransformsPasses();
   registerFFFPipelines();
 }
