@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -55,6 +56,8 @@ public:
     FloatAttr splat;
     if (matchPattern(tensor, m_Constant(&splat)))
       return constant(splat.getValueAsDouble());
+    if (auto expand = tensor.getDefiningOp<tensor::ExpandShapeOp>())
+      return readThroughUnitDims(expand, map);
     auto producer = tensor.getDefiningOp<linalg::GenericOp>();
     if (!producer || producer->getNumResults() != 1)
       return input(tensor, map);
@@ -96,6 +99,27 @@ private:
                           producer.getMatchingIndexingMap(operand).compose(map)));
     Term *body = fromBody(producer, yielded(producer), args);
     return body ? body : input(result, map);
+  }
+
+  /// An expand_shape that only adds unit dims (as a keepdim reshape does):
+  /// reading it is reading its source with those dims dropped from the map.
+  Term *readThroughUnitDims(tensor::ExpandShapeOp expand, AffineMap map) {
+    ArrayRef<int64_t> shape = expand.getResultType().getShape();
+    SmallVector<AffineExpr> sourceResults;
+    for (const ReassociationIndices &group : expand.getReassociationIndices()) {
+      SmallVector<int64_t> nonUnit;
+      for (int64_t dim : group)
+        if (shape[dim] != 1)
+          nonUnit.push_back(dim);
+      if (nonUnit.size() > 1)
+        return input(expand.getResult(), map);
+      // A group of unit dims maps to a source dim of size 1, read at 0.
+      sourceResults.push_back(nonUnit.empty()
+                                  ? getAffineConstantExpr(0, map.getContext())
+                                  : map.getResult(nonUnit.front()));
+    }
+    return read(expand.getSrc(), AffineMap::get(map.getNumDims(), 0,
+                                                sourceResults, map.getContext()));
   }
 
   /// A sum over trailing dims, read back with the map it was written with
