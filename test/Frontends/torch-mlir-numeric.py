@@ -1,13 +1,14 @@
 # Real frontend IR: nn.LayerNorm, nn.RMSNorm, a LLaMA-style bf16 RMSNorm and
 # a pre-LN feedforward block, exported by torch-mlir to linalg-on-tensors
 # (Inputs/torch_mlir/export.py), run through --fff-cpu-pipeline with fff-run
-# on a dynamic batch, as exported and after --fff-raise-norms, against
+# on a dynamic batch, as exported, after --fff-raise-norms, and after
+# --fff-raise-norms --fff-fuse-norms, against
 # float64 numpy references that use the same weights (exported beside the
 # IR). Needs no torch.
 #
 # REQUIRES: numpy
 # RUN: %python %s %S/Inputs/torch_mlir fff-opt | FileCheck %s
-# CHECK: all 8 checks passed
+# CHECK: all 12 checks passed
 
 import math
 import os
@@ -29,17 +30,20 @@ def load(name):
     return open(os.path.join(inputs, f"{name}.mlir")).read(), weights
 
 
-def raised(mlir):
-    """The module after --fff-raise-norms, which must have raised a norm."""
-    out = subprocess.run([fff_opt, "--fff-raise-norms", "-"], input=mlir, capture_output=True,
-                         text=True, check=True).stdout
-    assert "fff.layer_norm" in out or "fff.rms_norm" in out, out
+def transformed(mlir, passes, expect):
+    """The module after `passes`, which must have produced `expect`."""
+    out = subprocess.run([fff_opt, *passes, "-"], input=mlir, capture_output=True, text=True, check=True).stdout
+    assert expect in out, out
     return out
 
 
-def both(mlir, func, args):
-    """Results of the exported module and of its raised form."""
-    return [(form, run(text, func, args, 1)[0]) for form, text in (("exported", mlir), ("raised", raised(mlir)))]
+def forms(mlir, func, args):
+    """Results of the exported module, of its raised form and of its raised
+    and fused form."""
+    texts = [("exported", mlir),
+             ("raised", transformed(mlir, ["--fff-raise-norms"], "_norm")),
+             ("raised+fused", transformed(mlir, ["--fff-raise-norms", "--fff-fuse-norms"], "fff.fusion"))]
+    return [(form, run(text, func, args, 1)[0]) for form, text in texts]
 
 
 def layer_norm(x, weight, bias, eps=1e-5):
@@ -55,13 +59,13 @@ x768 = rng.standard_normal((5, 768)).astype(np.float32)
 x64 = rng.standard_normal((7, 64)).astype(np.float32)
 
 mlir, w = load("layer_norm")
-for form, y in both(mlir, "layer_norm", [x768]):
+for form, y in forms(mlir, "layer_norm", [x768]):
     check.close(f"torch-mlir nn.LayerNorm f32 [5, 768] {form}", y,
                 layer_norm(x768.astype(np.float64), w["weight"], w["bias"]), TOLERANCE["f32"])
 
 mlir, w = load("rms_norm")
 x = x768.astype(np.float64)
-for form, y in both(mlir, "rms_norm", [x768]):
+for form, y in forms(mlir, "rms_norm", [x768]):
     check.close(f"torch-mlir nn.RMSNorm f32 [5, 768] {form}", y,
                 x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w["weight"], TOLERANCE["f32"])
 
@@ -71,7 +75,7 @@ for form, y in both(mlir, "rms_norm", [x768]):
 mlir, w = load("llama_rms_norm_bf16")
 x_bits, x = quantize(x768, "bf16")
 normalized = bf16(x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6))
-for form, y in both(mlir, "llama_rms_norm_bf16", [x_bits]):
+for form, y in forms(mlir, "llama_rms_norm_bf16", [x_bits]):
     check.close(f"torch-mlir LLaMA RMSNorm bf16 [5, 768] {form}", dequantize(y, "bf16"),
                 bf16(w["weight"] * normalized), TOLERANCE["bf16"])
 
@@ -79,7 +83,7 @@ mlir, w = load("pre_ln_block")
 x = x64.astype(np.float64)
 h = layer_norm(x, w["ln.weight"], w["ln.bias"]) @ w["fc1.weight"].T + w["fc1.bias"]
 h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
-for form, y in both(mlir, "pre_ln_block", [x64]):
+for form, y in forms(mlir, "pre_ln_block", [x64]):
     check.close(f"torch-mlir pre-LN block f32 [7, 64] {form}", y, x + h @ w["fc2.weight"].T + w["fc2.bias"],
                 TOLERANCE["f32"])
 check.finish()

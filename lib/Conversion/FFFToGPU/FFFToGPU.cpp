@@ -777,7 +777,9 @@ struct ConvertFFFToGPUPass
 
   void runOnOperation() override {
     ConversionTarget target(getContext());
-    target.addIllegalOp<LayerNormOp, RMSNormOp>();
+    // Norms inside a fused unit wait for the unit's own kernel.
+    target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>(
+        [](Operation *op) { return op->getParentOfType<FusionOp>() != nullptr; });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFFFNormsToGPUPatterns(patterns, cpuTwin);
@@ -788,7 +790,7 @@ struct ConvertFFFToGPUPass
       return; // the tree ops take the CPU path after this pass
     // Say so plainly rather than let bufferization trip over the op later.
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      if (!isa<FFFDialect>(op->getDialect()))
+      if (!isa<FFFDialect>(op->getDialect()) || op->getParentOfType<FusionOp>())
         return WalkResult::advance();
       op->emitOpError("has no GPU lowering yet; use --fff-cpu-pipeline");
       return WalkResult::interrupt();

@@ -586,6 +586,23 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
   }
 };
 
+/// On the CPU a fused unit runs its body as written.
+struct InlineFusion : OpConversionPattern<FusionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(FusionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Block &body = op.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    SmallVector<Value> results = yield.getValues();
+    rewriter.inlineBlockBefore(&body, op, adaptor.getInputs());
+    rewriter.replaceOp(op, results);
+    rewriter.eraseOp(yield);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Pass
 //===----------------------------------------------------------------------===//
@@ -607,6 +624,6 @@ struct ConvertFFFToLoopsPass
 } // namespace
 
 void fff::populateFFFToLoopsPatterns(RewritePatternSet &patterns) {
-  patterns.add<LayerNormLowering, RMSNormLowering, TreeFFNLowering,
-               LeafTreeFFNLowering>(patterns.getContext());
+  patterns.add<InlineFusion, LayerNormLowering, RMSNormLowering,
+               TreeFFNLowering, LeafTreeFFNLowering>(patterns.getContext());
 }

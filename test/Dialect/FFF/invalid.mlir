@@ -424,3 +424,84 @@ func.func @leaf_node_b_rank(%x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tens
   %0 = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x8xf32>, tensor<1x1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x2x8xf32>, tensor<2x8xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// fusion
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @fusion_without_norm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op must contain exactly one layer_norm or rms_norm, found 0}}
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %s = arith.addf %a, %a : tensor<4x8xf32>
+    fff.yield %s : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_two_norms(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op must contain exactly one layer_norm or rms_norm, found 2}}
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %n = fff.rms_norm %a : tensor<4x8xf32>
+    %m = fff.layer_norm %n : tensor<4x8xf32>
+    fff.yield %m : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_yield_types(%x: tensor<4x8xf32>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{'fff.fusion' op yields 'tensor<4x8xf32>' but its results are 'tensor<4x8xf16>'}}
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %n = fff.rms_norm %a : tensor<4x8xf32>
+    fff.yield %n : tensor<4x8xf32>
+  } -> tensor<4x8xf16>
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @fusion_block_arguments(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op block arguments must have the types of the inputs}}
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf16>):
+    %n = fff.rms_norm %a : tensor<4x8xf16>
+    %w = arith.extf %n : tensor<4x8xf16> to tensor<4x8xf32>
+    fff.yield %w : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_with_tree(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
+  %0 = fff.fusion ins(%x, %w : tensor<4x8xf32>, tensor<1x3x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<1x3x8xf32>):
+    %n = fff.rms_norm %a : tensor<4x8xf32>
+    // expected-error @+1 {{'fff.tree_ffn' op cannot be part of a fused norm unit}}
+    %t = fff.tree_ffn %n, %b, %b {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+    fff.yield %t : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_captures(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    // expected-error @+1 {{using value defined outside the region}}
+    %s = arith.addf %a, %y : tensor<4x8xf32>
+    %n = fff.rms_norm %s : tensor<4x8xf32>
+    fff.yield %n : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -133,3 +133,17 @@ func.func @leaf_tree_ffn_dtypes(%x: tensor<2x3xbf16>, %nw: tensor<1x3xbf16>, %nb
          : tensor<?x?xf16>, tensor<?x?xf16>, tensor<?xf16>, tensor<?x?x?xf16>, tensor<?x?xf16>, tensor<?x?x?xf16>, tensor<?x?xf16>
   return
 }
+
+// CHECK-LABEL: func @fusion_forms
+func.func @fusion_forms(%x: tensor<?x768xf32>, %r: tensor<?x768xf32>, %g: tensor<768xf32>) -> (tensor<?x768xf32>, tensor<?x768xf32>) {
+  // CHECK: %{{.*}}:2 = fff.fusion ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x768xf32>, tensor<?x768xf32>, tensor<768xf32>) {
+  // CHECK:   fff.yield %{{.*}}, %{{.*}} : tensor<?x768xf32>, tensor<?x768xf32>
+  // CHECK: } -> tensor<?x768xf32>, tensor<?x768xf32>
+  %sum, %y = fff.fusion ins(%x, %r, %g : tensor<?x768xf32>, tensor<?x768xf32>, tensor<768xf32>) {
+  ^bb0(%a: tensor<?x768xf32>, %b: tensor<?x768xf32>, %gamma: tensor<768xf32>):
+    %s = arith.addf %a, %b : tensor<?x768xf32>
+    %n = fff.rms_norm %s scale(%gamma : tensor<768xf32>) : tensor<?x768xf32>
+    fff.yield %s, %n : tensor<?x768xf32>, tensor<?x768xf32>
+  } -> tensor<?x768xf32>, tensor<?x768xf32>
+  return %sum, %y : tensor<?x768xf32>, tensor<?x768xf32>
+}

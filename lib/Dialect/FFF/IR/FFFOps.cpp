@@ -303,5 +303,40 @@ LogicalResult LeafTreeFFNOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// FusionOp
+//===----------------------------------------------------------------------===//
+
+Operation *FusionOp::getNorm() {
+  for (Operation &op : getBody().front())
+    if (isa<LayerNormOp, RMSNormOp>(op))
+      return &op;
+  return nullptr;
+}
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getArgumentTypes() != getInputs().getTypes())
+    return emitOpError("block arguments must have the types of the inputs");
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().getTypes() << " but its results are "
+           << getResultTypes();
+  unsigned norms = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (isa<LayerNormOp, RMSNormOp>(op)) {
+      ++norms;
+      continue;
+    }
+    if (isa<FFFDialect>(op.getDialect()))
+      return op.emitOpError("cannot be part of a fused norm unit");
+  }
+  if (norms != 1)
+    return emitOpError("must contain exactly one layer_norm or rms_norm, found ")
+           << norms;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "fff/Dialect/FFF/IR/FFFOps.cpp.inc"

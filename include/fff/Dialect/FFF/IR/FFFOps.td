@@ -10,6 +10,7 @@
 
 include "fff/Dialect/FFF/IR/FFFDialect.td"
 include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -259,6 +260,62 @@ def FFF_LeafTreeFFNOp : FFF_Op<"leaf_tree_ffn", [
   }];
 
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def FFF_FusionOp : FFF_Op<"fusion", [
+    IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">,
+    RecursiveMemoryEffects]> {
+  let summary = "One fused unit: a norm with the pointwise work around it";
+  let description = [{
+    Groups a normalization with the elementwise ops that feed it (such as a
+    residual add) and consume it (bias, scale/shift, activation, casts, a
+    multiply by another tensor) into one unit that the GPU lowering turns
+    into one kernel, as torch.compile fuses them. `fff-fuse-norms` forms
+    these units; the CPU pipeline runs their bodies as written.
+
+    The body is isolated from above: its block arguments are the `inputs`,
+    in order, and `fff.yield` returns the unit's results (every value the
+    unit computes that is used outside it, such as the residual sum).
+
+    Example:
+
+    ```mlir
+    %sum, %y = fff.fusion ins(%x, %res, %g : tensor<?x768xf32>, tensor<?x768xf32>, tensor<768xf32>) {
+    ^bb0(%a: tensor<?x768xf32>, %b: tensor<?x768xf32>, %gamma: tensor<768xf32>):
+      %s = arith.addf %a, %b : tensor<?x768xf32>
+      %n = fff.rms_norm %s scale(%gamma : tensor<768xf32>) : tensor<?x768xf32>
+      fff.yield %s, %n : tensor<?x768xf32>, tensor<?x768xf32>
+    } -> tensor<?x768xf32>, tensor<?x768xf32>
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+
+  let assemblyFormat = [{
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)? $body attr-dict
+    (`->` type($results)^)?
+  }];
+
+  let extraClassDeclaration = [{
+    /// The one normalization in the unit.
+    ::mlir::Operation *getNorm();
+  }];
+
+  let hasVerifier = 1;
+}
+
+def FFF_YieldOp : FFF_Op<"yield", [
+    Pure, Terminator, ReturnLike, HasParent<"FusionOp">]> {
+  let summary = "Returns a fused unit's results";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
 }
 
 #endif // FFF_DIALECT_FFF_IR_FFFOPS_TD

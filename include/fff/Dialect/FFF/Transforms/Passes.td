@@ -32,4 +32,26 @@ def RaiseNorms : Pass<"fff-raise-norms"> {
   let dependentDialects = ["::fff::FFFDialect"];
 }
 
+def FuseNorms : Pass<"fff-fuse-norms"> {
+  let summary = "Group each norm with its pointwise neighbours into fff.fusion";
+  let description = [{
+    Forms one `fff.fusion` unit per `fff.layer_norm` / `fff.rms_norm`, as
+    torch.compile groups work into one kernel:
+
+    * the prologue: the elementwise op producing the norm's input (a
+      residual add), whose value is also returned when used elsewhere;
+    * the epilogue: every elementwise op, in order, that consumes the norm's
+      result or another value of the unit and computes a tensor of the
+      norm's shape (bias, scale/shift including `(1 + scale)`, activation,
+      dtype casts, a multiply by another tensor).
+
+    Elementwise means a `linalg.generic` with only parallel loops and an
+    identity output map, or an elementwise arith/math op on tensors.
+    Constants are cloned into the unit; other values become its inputs.
+    A unit is not formed where that would move a value after one of its
+    uses.
+  }];
+  let dependentDialects = ["::fff::FFFDialect"];
+}
+
 #endif // FFF_DIALECT_FFF_TRANSFORMS_PASSES_TD
