@@ -3,6 +3,7 @@
 #include "fff/Pipelines/Pipelines.h"
 
 #include "fff/Conversion/Passes.h"
+#include "fff/Dialect/FFF/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -27,8 +28,16 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 }
 
+/// Frontend IR -> fff ops, each with its pointwise neighbours in one unit.
+static void addRaiseAndFuse(OpPassManager &pm) {
+  pm.addPass(fff::createRaiseNorms());
+  pm.addPass(fff::createFuseNorms());
+}
+
 void fff::buildCPUPipeline(OpPassManager &pm,
                            const CPUPipelineOptions &options) {
+  if (options.raise)
+    addRaiseAndFuse(pm);
   // fff ops and elementwise tensor math -> linalg / scf on tensors.
   if (options.gpuTwin)
     pm.addPass(createConvertFFFToGPU(ConvertFFFToGPUOptions{/*cpuTwin=*/true}));
@@ -60,6 +69,7 @@ void fff::buildCPUPipeline(OpPassManager &pm,
 
 void fff::buildGPUPipeline(OpPassManager &pm,
                            const GPUPipelineOptions &options) {
+  addRaiseAndFuse(pm);
   // One kernel (gpu.func) and its gpu.launch_func per norm, on buffers
   // viewed from the tensors.
   pm.addPass(createConvertFFFToGPU());

@@ -38,12 +38,12 @@ def transformed(mlir, passes, expect):
 
 
 def forms(mlir, func, args):
-    """Results of the exported module, of its raised form and of its raised
-    and fused form."""
-    texts = [("exported", mlir),
-             ("raised", transformed(mlir, ["--fff-raise-norms"], "_norm")),
-             ("raised+fused", transformed(mlir, ["--fff-raise-norms", "--fff-fuse-norms"], "fff.fusion"))]
-    return [(form, run(text, func, args, 1)[0]) for form, text in texts]
+    """Results of the exported module run as written (--no-raise), of its
+    raised form, and of its raised and fused form."""
+    texts = [("exported", mlir, ["--no-raise"]),
+             ("raised", transformed(mlir, ["--fff-raise-norms"], "_norm"), ["--no-raise"]),
+             ("raised+fused", transformed(mlir, ["--fff-raise-norms", "--fff-fuse-norms"], "fff."), [])]
+    return [(form, run(text, func, args, 1, extra_flags=flags)[0]) for form, text, flags in texts]
 
 
 def layer_norm(x, weight, bias, eps=1e-5):

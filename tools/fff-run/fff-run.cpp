@@ -59,6 +59,11 @@ static cl::opt<bool>
             cl::desc("Run norms as the CPU twins of their GPU kernels (same "
                      "per-lane arithmetic and reduction order)"),
             cl::init(false));
+static cl::opt<bool>
+    noRaise("no-raise",
+            cl::desc("Run the module as written: no raising of decomposed "
+                     "norms to fff ops, no fusion"),
+            cl::init(false));
 static cl::opt<unsigned>
     repeat("repeat",
            cl::desc("After one warm-up call, call the function N more times "
@@ -262,6 +267,7 @@ Error run() {
   PassManager pm(&context);
   fff::CPUPipelineOptions pipelineOptions;
   pipelineOptions.gpuTwin = gpuTwin;
+  pipelineOptions.raise = !noRaise;
   fff::buildCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return failure("lowering '" + inputFile + "' with the CPU pipeline failed: " + firstError);

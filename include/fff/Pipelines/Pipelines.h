@@ -29,6 +29,11 @@ struct GPUPipelineOptions : mlir::PassPipelineOptions<GPUPipelineOptions> {
 
 /// Options of `--fff-cpu-pipeline`.
 struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
+  Option<bool> raise{
+      *this, "raise",
+      llvm::cl::desc("Raise decomposed norms to fff ops and fuse their "
+                     "pointwise neighbours first"),
+      llvm::cl::init(true)};
   Option<bool> gpuTwin{
       *this, "gpu-twin",
       llvm::cl::desc("Run norms as the CPU twins of their GPU kernels, to "
@@ -37,7 +42,7 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
 };
 
 /// Lowers a module at fff or linalg-on-tensors level to LLVM-dialect IR for
-/// the host CPU (`--fff-cpu-pipeline`). Public functions keep tensor
+/// the host CPU (`--fff-cpu-pipeline`), after raising and fusion. Public functions keep tensor
 /// arguments as identity-layout memrefs; their results are freshly allocated
 /// buffers the caller owns.
 void buildCPUPipeline(mlir::OpPassManager &pm,

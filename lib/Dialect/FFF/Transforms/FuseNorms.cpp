@@ -93,6 +93,8 @@ SmallVector<Value> escapingValues(const Unit &unit) {
 /// Replaces the unit by an fff.fusion placed where its last op was; fails
 /// (changing nothing) if a result is used before that point.
 LogicalResult formFusion(const Unit &unit) {
+  if (unit.size() == 1)
+    return failure(); // a norm alone is its own unit already
   Operation *last = unit.back();
   SmallVector<Value> escaping = escapingValues(unit);
   for (Value value : escaping)

@@ -48,8 +48,8 @@ def FuseNorms : Pass<"fff-fuse-norms"> {
     Elementwise means a `linalg.generic` with only parallel loops and an
     identity output map, or an elementwise arith/math op on tensors.
     Constants are cloned into the unit; other values become its inputs.
-    A unit is not formed where that would move a value after one of its
-    uses.
+    A norm with no such neighbours stays as it is, and a unit is not formed
+    where that would move a value after one of its uses.
   }];
   let dependentDialects = ["::fff::FFFDialect"];
 }
