@@ -355,12 +355,10 @@ std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
     factors(product, list);
     double epsilon = 0;
     Term *variance = nullptr;
-    Term *inverseStd = takeFactor(list, [&](Term *t) {
-      return (variance = matchInverseStd(t, epsilon)) != nullptr;
-    });
-    if (!inverseStd)
+    if (!takeFactor(list, [&](Term *t) {
+          return (variance = matchInverseStd(t, epsilon)) != nullptr;
+        }))
       continue;
-    variance = matchInverseStd(inverseStd, epsilon);
     Term *gamma = takeFactor(list, [&](Term *t) { return isTrailingParameter(t, row); });
     if (list.size() != 1)
       continue;
