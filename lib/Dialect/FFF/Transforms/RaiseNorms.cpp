@@ -51,8 +51,23 @@ using Kind = Term::Kind;
 /// supported shape (a cast to an integer, a max, a non-zero initial sum...).
 class TermBuilder {
 public:
-  /// `tensor` read at `map` from the root's iteration space.
+  /// `tensor` read at `map` from the root's iteration space. Shared
+  /// producers are built once (the Terms form a DAG), and a root whose
+  /// expression grows past a budget is not a norm worth the time.
   Term *read(Value tensor, AffineMap map) {
+    auto key = std::make_pair(tensor.getAsOpaquePointer(), map.getAsOpaquePointer());
+    auto it = memo.find(key);
+    if (it != memo.end())
+      return it->second;
+    Term *term = storage.size() < kMaxTerms ? readUncached(tensor, map) : nullptr;
+    memo[key] = term;
+    return term;
+  }
+
+private:
+  static constexpr size_t kMaxTerms = 4096;
+
+  Term *readUncached(Value tensor, AffineMap map) {
     FloatAttr splat;
     if (matchPattern(tensor, m_Constant(&splat)))
       return constant(splat.getValueAsDouble());
@@ -66,7 +81,6 @@ public:
     return readRowSum(producer, map);
   }
 
-private:
   Term *make(Kind kind, ArrayRef<Term *> operands = {}) {
     for (Term *operand : operands)
       if (!operand)
@@ -203,6 +217,7 @@ private:
   }
 
   std::deque<Term> storage;
+  llvm::DenseMap<std::pair<void *, const void *>, Term *> memo;
 };
 
 //===----------------------------------------------------------------------===//
@@ -214,6 +229,8 @@ bool sameConstant(double a, double b) {
 }
 
 bool equal(const Term *a, const Term *b) {
+  if (a == b)
+    return true;
   if (a->kind != b->kind || a->operands.size() != b->operands.size())
     return false;
   switch (a->kind) {
@@ -243,14 +260,15 @@ bool isConstant(const Term *t, double &value) {
   return true;
 }
 
-/// The multiplicands of a product, flattened.
-void factors(Term *t, SmallVectorImpl<Term *> &out) {
-  if (t->kind == Kind::Mul) {
-    factors(t->operands[0], out);
-    factors(t->operands[1], out);
-    return;
+/// The multiplicands of a product, flattened; false past `limit` of them
+/// (a norm has at most three, and a product DAG can be exponentially wide).
+bool factors(Term *t, SmallVectorImpl<Term *> &out, size_t limit = 4) {
+  if (t->kind != Kind::Mul) {
+    out.push_back(t);
+    return out.size() <= limit;
   }
-  out.push_back(t);
+  return factors(t->operands[0], out, limit) &&
+         factors(t->operands[1], out, limit);
 }
 
 /// What the row statistics of one norm must agree on.
@@ -352,7 +370,8 @@ std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
         }
 
     SmallVector<Term *> list;
-    factors(product, list);
+    if (!factors(product, list))
+      continue;
     double epsilon = 0;
     Term *variance = nullptr;
     if (!takeFactor(list, [&](Term *t) {
