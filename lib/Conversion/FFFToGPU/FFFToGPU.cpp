@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace fff {
@@ -50,6 +51,16 @@ struct NormProblem {
   Value rows, rowSize;              // index values
   std::optional<int64_t> staticRowSize;
   Type elementType;
+
+  /// Where a fused unit computes the norm's input per vector instead of
+  /// loading `input`, and stores its results instead of `output`: given the
+  /// row, the vector index, the input vector (storage type) and the
+  /// normalized vector (f32, after gamma and beta).
+  std::function<Value(ImplicitLocOpBuilder &, Value row, Value chunk)>
+      loadInput;
+  std::function<void(ImplicitLocOpBuilder &, Value row, Value chunk,
+                     Value input, Value normalized)>
+      storeOutputs;
 };
 
 /// Emits one norm kernel, in either of two forms from the same code:
@@ -151,20 +162,26 @@ private:
   //===--- Loads and stores -------------------------------------------------===//
 
   /// `vectorWidth` elements at vector index `chunk` of the row (or of a
-  /// parameter when `rowIndex` is null), in the storage type.
+  /// parameter when `rowIndex` is null), in the buffer's element type.
   Value loadRaw(Value buffer, Value rowIndex, Value chunk) {
     Value column = arith::MulIOp::create(b, chunk, index(s.vectorWidth));
     SmallVector<Value> indices;
     if (rowIndex)
       indices.push_back(rowIndex);
     indices.push_back(column);
-    return vector::LoadOp::create(b, vectorType(p.elementType), buffer,
-                                  indices, /*nontemporal=*/false, alignment());
+    Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
+    return vector::LoadOp::create(b, vectorType(elementType), buffer, indices,
+                                  /*nontemporal=*/false, alignment(elementType));
+  }
+
+  /// The norm's input vector at `chunk` of this row, in its storage type.
+  Value inputChunk(Value chunk) {
+    return p.loadInput ? p.loadInput(b, row, chunk) : loadRaw(p.input, row, chunk);
   }
 
   /// f16/bf16 vectors -> f32; f32 passes through.
   Value widen(Value vector) {
-    if (p.elementType.isF32())
+    if (getElementTypeOrSelf(vector.getType()).isF32())
       return vector;
     return arith::ExtFOp::create(b, vectorType(b.getF32Type()), vector);
   }
@@ -174,14 +191,14 @@ private:
     if (!p.elementType.isF32())
       value = arith::TruncFOp::create(b, vectorType(p.elementType), value);
     vector::StoreOp::create(b, value, p.output, ValueRange{row, column},
-                            /*nontemporal=*/false, alignment());
+                            /*nontemporal=*/false, alignment(p.elementType));
   }
 
-  /// The alignment of a whole vector: rows start at multiples of the vector
-  /// width, so every access is aligned to its own size.
-  llvm::MaybeAlign alignment() {
-    return llvm::MaybeAlign(s.vectorWidth *
-                            (p.elementType.getIntOrFloatBitWidth() / 8));
+  /// Rows start at multiples of the vector width, so a vector is aligned to
+  /// its size, up to the 16 bytes of the widest access.
+  llvm::MaybeAlign alignment(Type elementType) {
+    return llvm::MaybeAlign(std::min<int64_t>(
+        16, s.vectorWidth * (elementType.getIntOrFloatBitWidth() / 8)));
   }
 
   //===--- Per-lane code, shared by both forms ----------------------------===//
@@ -212,7 +229,7 @@ private:
       // of a lane can fall past the row's end; the others load directly.
       if ((i + 1) * s.threadsPerRow * s.vectorWidth <= *p.staticRowSize) {
         lr.inRow.push_back(always);
-        lr.raw.push_back(loadRaw(p.input, row, chunk));
+        lr.raw.push_back(inputChunk(chunk));
         continue;
       }
       // Past the end, load the row's last vector instead (always in bounds)
@@ -223,7 +240,7 @@ private:
       Value clamped = arith::MinUIOp::create(b, chunk, last);
       lr.inRow.push_back(inRow);
       lr.raw.push_back(arith::SelectOp::create(
-          b, inRow, loadRaw(p.input, row, clamped), zeros));
+          b, inRow, inputChunk(clamped), zeros));
     }
     return lr;
   }
@@ -239,7 +256,7 @@ private:
     inside(loop.getRegion(), [&] {
       Value chunk = loop.getInductionVar();
       Value x = arith::SubFOp::create(
-          b, widen(loadRaw(p.input, row, chunk)), splat(shift));
+          b, widen(inputChunk(chunk)), splat(shift));
       scf::YieldOp::create(
           b, ValueRange{add(loop.getRegionIterArg(0), sum(x)),
                         add(loop.getRegionIterArg(1), sum(mul(x, x)))});
@@ -248,13 +265,15 @@ private:
     return {lr.raw[0], lr.raw[1]};
   }
 
-  /// y = (x - mean) * rstd * gamma + beta for one vector, stored.
-  void normalizeAndStore(Value x, Value chunk, Value mean, Value rstd) {
-    Value y = mul(arith::SubFOp::create(b, x, splat(mean)), splat(rstd));
+  /// y = (x - mean) * rstd * gamma + beta for one input vector, stored.
+  void normalizeAndStore(Value raw, Value chunk, Value mean, Value rstd) {
+    Value y = mul(arith::SubFOp::create(b, widen(raw), splat(mean)), splat(rstd));
     if (p.gamma)
       y = mul(y, widen(loadRaw(p.gamma, Value(), chunk)));
     if (p.beta)
       y = add(y, widen(loadRaw(p.beta, Value(), chunk)));
+    if (p.storeOutputs)
+      return p.storeOutputs(b, row, chunk, raw, y);
     storeVector(y, chunk);
   }
 
@@ -269,15 +288,14 @@ private:
         auto loop = scf::ForOp::create(b, lane, vectors, index(s.threadsPerRow));
         inside(loop.getRegion(), [&] {
           Value chunk = loop.getInductionVar();
-          normalizeAndStore(widen(loadRaw(p.input, row, chunk)), chunk, mean,
-                            rstd);
+          normalizeAndStore(inputChunk(chunk), chunk, mean, rstd);
         });
         return;
       }
       LaneRow &lr = laneRow(lane);
       for (auto [raw, chunk, inRow] : llvm::zip(lr.raw, lr.chunks, lr.inRow))
         inside(scf::IfOp::create(b, inRow).getThenRegion(), [&] {
-          normalizeAndStore(widen(raw), chunk, mean, rstd);
+          normalizeAndStore(raw, chunk, mean, rstd);
         });
     });
     storeStatistics(mean, rstd);
@@ -340,10 +358,9 @@ private:
   /// The row's first element in f32, which every lane reads (one cached
   /// load per warp).
   Value rowPivot() {
-    Value first = memref::LoadOp::create(b, p.input, ValueRange{row, index(0)});
-    if (p.elementType.isF32())
-      return first;
-    return arith::ExtFOp::create(b, b.getF32Type(), first);
+    Value first = vector::ExtractOp::create(b, widen(inputChunk(index(0))),
+                                            ArrayRef<int64_t>{0});
+    return first;
   }
 
   /// 1 / sqrt(variance + epsilon), correctly rounded in both forms. On the
