@@ -16,13 +16,16 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -61,7 +64,222 @@ struct NormProblem {
   std::function<void(ImplicitLocOpBuilder &, Value row, Value chunk,
                      Value input, Value normalized)>
       storeOutputs;
+
+  /// A fused unit (null for a plain norm) and its buffers: one per unit
+  /// input (a [rows, rowSize] matrix or a [rowSize] parameter), then one
+  /// [rows, rowSize] matrix per unit result.
+  FusionOp unit;
+  SmallVector<Value> unitBuffers;
 };
+
+//===----------------------------------------------------------------------===//
+// Fused units: their tensors evaluated one vector at a time
+//===----------------------------------------------------------------------===//
+
+/// A trailing projection (d0, ..., dn) -> (dk, ..., dn): how a per-column
+/// parameter is read.
+bool isTrailingProjection(AffineMap map, int64_t rank) {
+  if (map.getNumDims() != unsigned(rank) || map.getNumResults() > unsigned(rank))
+    return false;
+  int64_t first = rank - map.getNumResults();
+  for (auto [i, expr] : llvm::enumerate(map.getResults()))
+    if (expr != getAffineDimExpr(first + i, map.getContext()))
+      return false;
+  return true;
+}
+
+bool isScalarConstant(Value value) {
+  return value.getType().isIntOrFloat() && matchPattern(value, m_Constant());
+}
+
+/// Why `unit` cannot become one GPU kernel yet, or "" if it can.
+std::string unsupportedOnGPU(FusionOp unit) {
+  Operation *norm = unit.getNorm();
+  auto layerNorm = dyn_cast<LayerNormOp>(norm);
+  if (layerNorm && layerNorm.getReturnStats())
+    return "a norm that returns mean and rstd";
+  auto type = cast<RankedTensorType>(norm->getOperand(0).getType());
+  int64_t normalizedRank = layerNorm ? layerNorm.getNormalizedRank()
+                                     : cast<RMSNormOp>(norm).getNormalizedRank();
+  if (normalizedRank == type.getRank())
+    return "a norm over the whole tensor";
+  ArrayRef<int64_t> paramShape = type.getShape().take_back(normalizedRank);
+  Block &body = unit.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto argType = dyn_cast<RankedTensorType>(arg.getType());
+    if (!argType || (argType.getShape() != type.getShape() &&
+                     argType.getShape() != paramShape))
+      return "an input that is neither a row tensor nor a per-column parameter";
+  }
+  for (Value param : norm->getOperands().drop_front())
+    if (!isa<BlockArgument>(param))
+      return "a scale or bias computed inside the unit";
+  for (Operation &op : body.without_terminator()) {
+    if (&op == norm)
+      continue;
+    if (op.getNumResults() == 1 && isScalarConstant(op.getResult(0)))
+      continue; // used by linalg.generic bodies, as a splat
+    DenseElementsAttr dense;
+    if (matchPattern(&op, m_Constant(&dense))) {
+      if (!dense.isSplat())
+        return "a constant tensor that is not a splat";
+      continue;
+    }
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      for (OpOperand *input : generic.getDpsInputOperands()) {
+        AffineMap map = generic.getMatchingIndexingMap(input);
+        if (!map.isIdentity() && !isTrailingProjection(map, type.getRank()))
+          return "a linalg.generic input that is neither elementwise nor per-column";
+      }
+      if (!generic.getRegionOutputArgs()[0].use_empty())
+        return "a linalg.generic that reads its output";
+      bool closed = true;
+      generic.getBody()->walk([&](Operation *inner) {
+        for (Value operand : inner->getOperands())
+          if (!generic.getRegion().isAncestor(operand.getParentRegion()) &&
+              !isScalarConstant(operand))
+            closed = false;
+      });
+      if (!closed)
+        return "a linalg.generic body that uses a non-constant value from outside";
+      continue;
+    }
+    if (!op.hasTrait<OpTrait::Elementwise>() || op.getNumRegions() != 0)
+      return "an op that is not elementwise (" + op.getName().getStringRef().str() + ")";
+  }
+  return "";
+}
+
+/// Evaluates a unit's tensor values at one vector of one row: block
+/// arguments load from their buffers, elementwise ops run on vectors.
+class UnitVectorEvaluator {
+public:
+  UnitVectorEvaluator(ImplicitLocOpBuilder &b, FusionOp unit,
+                      ArrayRef<Value> buffers, int64_t width, Value row,
+                      Value chunk)
+      : b(b), unit(unit), buffers(buffers), width(width), row(row),
+        chunk(chunk) {}
+
+  void seed(Value tensor, Value vector) { values[tensor] = vector; }
+
+  Value get(Value tensor) {
+    if (Value known = values.lookup(tensor))
+      return known;
+    Value vector = compute(tensor);
+    values[tensor] = vector;
+    return vector;
+  }
+
+  /// `vector` stored at this row and vector index of `buffer`.
+  void store(Value vector, Value buffer) {
+    vector::StoreOp::create(b, vector, buffer, ValueRange{row, column()},
+                            /*nontemporal=*/false, alignment(vector));
+  }
+
+private:
+  VectorType vectorOf(Type type) {
+    return VectorType::get({width}, getElementTypeOrSelf(type));
+  }
+  Value column() {
+    return arith::MulIOp::create(b, chunk, arith::ConstantIndexOp::create(b, width));
+  }
+  llvm::MaybeAlign alignment(Value vector) {
+    Type element = getElementTypeOrSelf(vector.getType());
+    return llvm::MaybeAlign(
+        std::min<int64_t>(16, width * (element.getIntOrFloatBitWidth() / 8)));
+  }
+  Value splat(Attribute scalar, Type type) {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vectorOf(type), scalar));
+  }
+
+  Value compute(Value tensor) {
+    if (auto arg = dyn_cast<BlockArgument>(tensor)) {
+      Value buffer = buffers[arg.getArgNumber()];
+      SmallVector<Value> indices;
+      if (cast<MemRefType>(buffer.getType()).getRank() == 2)
+        indices.push_back(row);
+      indices.push_back(column());
+      Value loaded = vector::LoadOp::create(b, vectorOf(tensor.getType()), buffer,
+                                            indices, /*nontemporal=*/false);
+      loaded.getDefiningOp()->setAttr(
+          "alignment", b.getI64IntegerAttr(alignment(loaded)->value()));
+      return loaded;
+    }
+    Operation *op = tensor.getDefiningOp();
+    DenseElementsAttr dense;
+    if (matchPattern(op, m_Constant(&dense)))
+      return splat(dense.getSplatValue<Attribute>(), tensor.getType());
+    IRMapping mapping;
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      for (auto [input, arg] :
+           llvm::zip(generic.getDpsInputs(), generic.getRegionInputArgs()))
+        mapping.map(arg, get(input));
+      for (Operation &inner : generic.getBody()->without_terminator())
+        cloneVectorized(inner, mapping);
+      return mapping.lookup(generic.getBody()->getTerminator()->getOperand(0));
+    }
+    for (Value operand : op->getOperands())
+      mapping.map(operand, get(operand));
+    return cloneVectorized(*op, mapping)->getResult(0);
+  }
+
+  /// Clones a scalar or tensor elementwise op onto vectors.
+  Operation *cloneVectorized(Operation &op, IRMapping &mapping) {
+    for (Value operand : op.getOperands())
+      if (!mapping.contains(operand)) {
+        Attribute scalar;
+        matchPattern(operand, m_Constant(&scalar));
+        mapping.map(operand, splat(scalar, operand.getType()));
+      }
+    if (matchPattern(&op, m_Constant())) {
+      Attribute scalar;
+      matchPattern(op.getResult(0), m_Constant(&scalar));
+      Value vector = splat(scalar, op.getResult(0).getType());
+      mapping.map(op.getResult(0), vector);
+      return vector.getDefiningOp();
+    }
+    Operation *clone = b.clone(op, mapping);
+    for (OpResult result : clone->getResults())
+      result.setType(vectorOf(result.getType()));
+    return clone;
+  }
+
+  ImplicitLocOpBuilder &b;
+  FusionOp unit;
+  ArrayRef<Value> buffers;
+  int64_t width;
+  Value row, chunk;
+  DenseMap<Value, Value> values;
+};
+
+/// Points the emitter's input and output paths at a fused unit: the norm's
+/// input is computed from the unit's inputs, and every unit result is
+/// computed from the normalized value and stored.
+void bindUnit(NormProblem &p, int64_t width) {
+  FusionOp unit = p.unit;
+  SmallVector<Value> buffers = p.unitBuffers;
+  Operation *norm = unit.getNorm();
+  unsigned numInputs = unit.getInputs().size();
+  Value normInput = norm->getOperand(0), normResult = norm->getResult(0);
+  p.loadInput = [=](ImplicitLocOpBuilder &b, Value row, Value chunk) {
+    return UnitVectorEvaluator(b, unit, buffers, width, row, chunk)
+        .get(normInput);
+  };
+  auto yield = cast<YieldOp>(unit.getBody().front().getTerminator());
+  p.storeOutputs = [=](ImplicitLocOpBuilder &b, Value row, Value chunk,
+                       Value input, Value normalized) {
+    UnitVectorEvaluator evaluate(b, unit, buffers, width, row, chunk);
+    evaluate.seed(normInput, input);
+    Type elementType = getElementTypeOrSelf(normResult.getType());
+    if (!elementType.isF32())
+      normalized = arith::TruncFOp::create(
+          b, VectorType::get({width}, elementType), normalized);
+    evaluate.seed(normResult, normalized);
+    for (auto [i, value] : llvm::enumerate(yield->getOperands()))
+      evaluate.store(evaluate.get(value), buffers[numInputs + i]);
+  };
+}
 
 /// Emits one norm kernel, in either of two forms from the same code:
 ///
@@ -645,6 +863,8 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
   SmallVector<Value *> fields{&inKernel.input, &inKernel.gamma, &inKernel.beta,
                               &inKernel.output, &inKernel.mean, &inKernel.rstd,
                               &inKernel.rows, &inKernel.rowSize};
+  for (Value &buffer : inKernel.unitBuffers)
+    fields.push_back(&buffer);
   SmallVector<Value *> present;
   for (Value *field : fields)
     if (*field) {
@@ -656,7 +876,8 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
   // e.g. layer_norm_bf16_768_warp_per_row: what a profiler should show.
   std::string base;
   llvm::raw_string_ostream os(base);
-  os << op->getName().stripDialect() << "_" << host.elementType << "_";
+  os << (host.unit ? "fused_" : "") << op->getName().stripDialect() << "_"
+     << host.elementType << "_";
   if (host.staticRowSize)
     os << *host.staticRowSize;
   else
@@ -688,6 +909,8 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
                   b.getI32IntegerAttr(strategy.maxRegisters));
   for (auto [field, arg] : llvm::zip(present, kernel.getArguments()))
     *field = arg;
+  if (inKernel.unit)
+    bindUnit(inKernel, strategy.vectorWidth);
 
   b.setInsertionPointToStart(&kernel.front());
   Value shared =
@@ -756,6 +979,85 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
   return success();
 }
 
+/// One kernel for a whole fused unit: the norm's kernel with its input and
+/// output paths evaluating the unit's prologue and epilogue per vector.
+LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
+                          ConversionPatternRewriter &rewriter, bool cpuTwin) {
+  Operation *norm = unit.getNorm();
+  auto normType = cast<RankedTensorType>(norm->getOperand(0).getType());
+  auto layerNorm = dyn_cast<LayerNormOp>(norm);
+  auto rmsNorm = dyn_cast<RMSNormOp>(norm);
+  int64_t normalizedRank =
+      layerNorm ? layerNorm.getNormalizedRank() : rmsNorm.getNormalizedRank();
+  Block &body = unit.getBody().front();
+  auto isRowTensor = [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape() == normType.getShape();
+  };
+  auto anchor = llvm::find_if(body.getArguments(), isRowTensor);
+  if (anchor == body.getArguments().end())
+    return rewriter.notifyMatchFailure(unit, "no row tensor among the inputs");
+
+  ImplicitLocOpBuilder b(unit.getLoc(), rewriter);
+  RowView view(b, inputs[anchor->getArgNumber()], normalizedRank);
+  NormProblem problem;
+  problem.subtractMean = bool(layerNorm);
+  problem.epsilon = (layerNorm ? layerNorm.getEpsilon() : rmsNorm.getEpsilon())
+                        .convertToFloat();
+  problem.elementType = normType.getElementType();
+  problem.rows = view.rows;
+  problem.rowSize = view.rowSize;
+  problem.staticRowSize = view.staticRowSize;
+  problem.unit = unit;
+  // Inputs that only serve as a linalg.generic's destination are never
+  // read: they get no buffer, so their host allocations fold away.
+  auto onlyDestination = [](BlockArgument arg) {
+    return llvm::all_of(arg.getUses(), [](OpOperand &use) {
+      auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+      return generic && generic.isDpsInit(&use);
+    });
+  };
+  for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
+    problem.unitBuffers.push_back(
+        onlyDestination(arg)
+            ? Value()
+            : collapsedBuffer(b, input,
+                              isRowTensor(arg) ? view.matrixGroups
+                                               : view.paramGroups));
+  auto bufferOf = [&](Value param) {
+    return param ? problem.unitBuffers[cast<BlockArgument>(param).getArgNumber()]
+                 : Value();
+  };
+  problem.gamma = bufferOf(layerNorm ? layerNorm.getGamma() : rmsNorm.getGamma());
+  problem.beta = bufferOf(layerNorm ? layerNorm.getBeta() : Value());
+  SmallVector<Value> resultBuffers;
+  for (Type type : unit.getResultTypes()) {
+    resultBuffers.push_back(view.allocResult(b, cast<RankedTensorType>(type)));
+    problem.unitBuffers.push_back(view.outputMatrix(b, resultBuffers.back()));
+  }
+
+  NormStrategy strategy = selectNormStrategy(view.staticRowSize, problem.elementType);
+  if (cpuTwin) {
+    bindUnit(problem, strategy.vectorWidth);
+    NormKernelEmitter(b, strategy, problem).emitCPUTwin();
+  } else {
+    Value one = arith::ConstantIndexOp::create(b, 1);
+    Value blocks = arith::CeilDivUIOp::create(
+        b, view.rows, arith::ConstantIndexOp::create(b, strategy.rowsPerBlock));
+    Value threads = arith::ConstantIndexOp::create(b, strategy.threadsPerBlock());
+    SmallVector<Value> operands;
+    gpu::GPUFuncOp kernel =
+        buildNormKernel(rewriter, norm, strategy, problem, operands);
+    gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{blocks, one, one},
+                              gpu::KernelDim3{threads, one, one},
+                              /*dynamicSharedMemorySize=*/Value(), operands);
+  }
+  SmallVector<Value> results;
+  for (Value buffer : resultBuffers)
+    results.push_back(RowView::toTensor(b, buffer));
+  rewriter.replaceOp(unit, results);
+  return success();
+}
+
 /// Shared by the two norm patterns: whether to emit the CPU twin.
 template <typename Op>
 struct NormToGPUPattern : OpConversionPattern<Op> {
@@ -788,6 +1090,15 @@ struct RMSNormToGPU : NormToGPUPattern<RMSNormOp> {
   }
 };
 
+struct FusionToGPU : NormToGPUPattern<FusionOp> {
+  using NormToGPUPattern::NormToGPUPattern;
+  LogicalResult
+  matchAndRewrite(FusionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    return lowerFusion(op, adaptor.getInputs(), rewriter, cpuTwin);
+  }
+};
+
 struct ConvertFFFToGPUPass
     : fff::impl::ConvertFFFToGPUBase<ConvertFFFToGPUPass> {
   using ConvertFFFToGPUBase::ConvertFFFToGPUBase;
@@ -797,6 +1108,10 @@ struct ConvertFFFToGPUPass
     // Norms inside a fused unit wait for the unit's own kernel.
     target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>(
         [](Operation *op) { return op->getParentOfType<FusionOp>() != nullptr; });
+    // Units the kernel emitter can evaluate become one kernel; the others
+    // stay, and are reported below (or run on the CPU in twin mode).
+    target.addDynamicallyLegalOp<FusionOp>(
+        [](FusionOp op) { return !unsupportedOnGPU(op).empty(); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFFFNormsToGPUPatterns(patterns, cpuTwin);
@@ -809,7 +1124,11 @@ struct ConvertFFFToGPUPass
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
       if (!isa<FFFDialect>(op->getDialect()) || op->getParentOfType<FusionOp>())
         return WalkResult::advance();
-      op->emitOpError("has no GPU lowering yet; use --fff-cpu-pipeline");
+      if (auto unit = dyn_cast<FusionOp>(op))
+        op->emitOpError("has no GPU kernel yet: it contains ")
+            << unsupportedOnGPU(unit) << "; use --fff-cpu-pipeline";
+      else
+        op->emitOpError("has no GPU lowering yet; use --fff-cpu-pipeline");
       return WalkResult::interrupt();
     });
     if (unsupported.wasInterrupted())
@@ -821,5 +1140,6 @@ struct ConvertFFFToGPUPass
 
 void fff::populateFFFNormsToGPUPatterns(RewritePatternSet &patterns,
                                         bool cpuTwin) {
-  patterns.add<LayerNormToGPU, RMSNormToGPU>(patterns.getContext(), cpuTwin);
+  patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
+                                                         cpuTwin);
 }

@@ -103,3 +103,17 @@ func.func @tree_has_no_gpu_lowering(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) 
   %0 = fff.tree_ffn %x, %w, %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A fused unit the kernel emitter cannot evaluate stays, with the reason.
+func.func @unit_with_stats(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op has no GPU kernel yet: it contains a norm that returns mean and rstd; use --fff-cpu-pipeline}}
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %n:3 = fff.layer_norm %a return_stats : tensor<4x8xf32>
+    %y = arith.addf %n#0, %a : tensor<4x8xf32>
+    fff.yield %y : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
