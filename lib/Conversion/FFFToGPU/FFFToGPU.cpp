@@ -173,7 +173,7 @@ public:
   /// `vector` stored at this row and vector index of `buffer`.
   void store(Value vector, Value buffer) {
     vector::StoreOp::create(b, vector, buffer, ValueRange{row, column()},
-                            /*nontemporal=*/false, alignment(vector));
+                            /*nontemporal=*/false, alignment(vector.getType()));
   }
 
 private:
@@ -183,8 +183,10 @@ private:
   Value column() {
     return arith::MulIOp::create(b, chunk, arith::ConstantIndexOp::create(b, width));
   }
-  llvm::MaybeAlign alignment(Value vector) {
-    Type element = getElementTypeOrSelf(vector.getType());
+  /// Rows start at multiples of the vector width: a vector is aligned to
+  /// its size, up to 16 bytes.
+  llvm::MaybeAlign alignment(Type vectorType) {
+    Type element = getElementTypeOrSelf(vectorType);
     return llvm::MaybeAlign(
         std::min<int64_t>(16, width * (element.getIntOrFloatBitWidth() / 8)));
   }
@@ -200,11 +202,9 @@ private:
       if (cast<MemRefType>(buffer.getType()).getRank() == 2)
         indices.push_back(row);
       indices.push_back(column());
-      Value loaded = vector::LoadOp::create(b, vectorOf(tensor.getType()), buffer,
-                                            indices, /*nontemporal=*/false);
-      loaded.getDefiningOp()->setAttr(
-          "alignment", b.getI64IntegerAttr(alignment(loaded)->value()));
-      return loaded;
+      VectorType type = vectorOf(tensor.getType());
+      return vector::LoadOp::create(b, type, buffer, indices,
+                                    /*nontemporal=*/false, alignment(type));
     }
     Operation *op = tensor.getDefiningOp();
     DenseElementsAttr dense;
