@@ -741,12 +741,11 @@ Value collapsedBuffer(ImplicitLocOpBuilder &b, Value tensor,
 /// [[0..lead-1], [lead..rank-1]] (rows, then the normalized dims); with no
 /// leading dims, a unit row dim is added by expanding first.
 struct RowView {
-  RowView(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank)
-      : normalizedRank(normalizedRank) {
+  RowView(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank) {
     auto type = cast<RankedTensorType>(input.getType());
     originalSizes = tensor::getMixedSizes(b, b.getLoc(), input);
-    rank = type.getRank();
-    lead = rank - normalizedRank;
+    int64_t rank = type.getRank();
+    int64_t lead = rank - normalizedRank;
     if (lead == 0) {
       // Give the single row an explicit unit dim.
       SmallVector<int64_t> shape{1};
@@ -775,7 +774,6 @@ struct RowView {
     staticRowSize = matrixType.isDynamicDim(1)
                         ? std::nullopt
                         : std::optional<int64_t>(matrixType.getDimSize(1));
-    rowsType = matrixType;
   }
 
   /// A fresh buffer shaped like `resultType` (an op result), with the
@@ -828,14 +826,15 @@ struct RowView {
         buffer, /*restrict=*/true, /*writable=*/true);
   }
 
-  int64_t normalizedRank;
   SmallVector<OpFoldResult> originalSizes;
-  int64_t rank, lead;
   bool unitRowAdded = false;
   SmallVector<ReassociationIndices> matrixGroups, paramGroups;
   Value matrix, rows, rowSize;
   std::optional<int64_t> staticRowSize;
-  MemRefType rowsType;
+  /// The element type of the rows.
+  Type elementType() const {
+    return cast<MemRefType>(matrix.getType()).getElementType();
+  }
 };
 
 /// The gpu.module that holds fff's kernels, created on first use.
@@ -928,7 +927,7 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
                         bool subtractMean, bool returnStats) {
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   RowView view(b, input, normalizedRank);
-  auto elementType = view.rowsType.getElementType();
+  Type elementType = view.elementType();
   NormStrategy strategy = selectNormStrategy(view.staticRowSize, elementType);
 
   NormProblem problem;
