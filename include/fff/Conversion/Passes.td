@@ -34,24 +34,34 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
 }
 
 def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Lower fff norms to one GPU kernel each";
+  let summary = "Lower fff ops to one GPU kernel each";
   let description = [{
-    Replaces each `fff.layer_norm` and `fff.rms_norm` by a `gpu.launch_func`
-    of its own kernel, a `gpu.func @<op>_<strategy>` in the module's
-    `gpu.module @fff_kernels`, over a grid of rows. The kernel strategy
-    (warp per row, block per row, or looped) is chosen from the static row
-    size and element type by `selectNormStrategy` and recorded on the kernel
-    as `fff.strategy`, with its register budget as `nvvm.maxnreg`.
+    Replaces each `fff.layer_norm`, `fff.rms_norm`, `fff.fusion`,
+    `fff.tree_ffn` and `fff.leaf_tree_ffn` by a `gpu.launch_func` of its own
+    kernel, a `gpu.func` in the module's `gpu.module @fff_kernels` named
+    after the op, its shape and its strategy. The strategy is chosen from
+    static shapes and element types in one place (`KernelStrategy.cpp`) and
+    recorded on the kernel as `fff.strategy`, with its register budget as
+    `nvvm.maxnreg`:
 
-    Operands are viewed as a [rows, row size] matrix (`tensor.collapse_shape`
-    then `bufferization.to_buffer`); results are fresh buffers. Run before
-    bufferization.
+    - norms: warp per row, block per row, or looped, over a grid of rows;
+    - tree layers: a warp per token (its lanes split each level's dot
+      product and the output row), four tokens a block.
 
-    With `cpu-twin`, each norm becomes instead the kernel's CPU twin: the
-    same per-lane code in loops over rows and lanes, with every row
-    reduction replaying the GPU's shuffle butterfly on a buffer. The CPU
-    pipeline runs it with `gpu-twin`, and `fff-run --gpu-twin` executes it,
-    which is how the tests check each strategy's arithmetic without a GPU.
+    Transcendental math in kernels (erf, tanh, exp in activations and fused
+    epilogues) becomes MLIR's f32 polynomial approximations, so no kernel
+    needs libdevice. Operands are viewed as matrices
+    (`tensor.collapse_shape` then `bufferization.to_buffer`); results are
+    fresh buffers. Run before bufferization. An op no kernel takes is an
+    error that says why.
+
+    With `cpu-twin`, each op becomes instead its kernel's CPU twin: the same
+    per-lane code in loops over rows (or tokens) and lanes, with every
+    reduction replaying the GPU's shuffle butterfly on a buffer, and the
+    same math approximations. The CPU pipeline runs it with `gpu-twin`, and
+    `fff-run --gpu-twin` executes it, which is how the tests check each
+    kernel's arithmetic without a GPU. Ops without a kernel are left for
+    the CPU lowering.
   }];
   let options = [
     Option<"cpuTwin", "cpu-twin", "bool", /*default=*/"false",
@@ -62,6 +72,7 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",

@@ -1,7 +1,8 @@
 //===- FFFToGPU.cpp - fff norms to GPU kernels ------------------*- C++ -*-===//
 //
-// Lowers each normalization to one `gpu.launch` whose body is the kernel,
-// written with the strategy `selectNormStrategy` picks. Kernel outlining,
+// Lowers each normalization and fused unit to one kernel launch, the kernel
+// written with the strategy `selectNormStrategy` picks, and runs the pass
+// (tree layers are in TreeFFNToGPU.cpp). Kernel outlining,
 // NVVM conversion and PTX generation are upstream passes run by the GPU
 // pipeline afterwards.
 //
@@ -9,7 +10,9 @@
 
 #include "fff/Conversion/FFFToGPU/FFFToGPU.h"
 
-#include "fff/Conversion/FFFToGPU/NormStrategy.h"
+#include "LaneEmitter.h"
+#include "TreeFFNToGPU.h"
+#include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "fff/Conversion/Passes.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -19,6 +22,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -28,6 +32,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace fff {
 #define GEN_PASS_DEF_CONVERTFFFTOGPU
@@ -281,31 +286,21 @@ void bindUnit(NormProblem &p, int64_t width) {
   };
 }
 
-/// Emits one norm kernel, in either of two forms from the same code:
-///
-///  * GPU: the body of a `gpu.launch`; each thread runs the per-lane code
-///    once, and row reductions are warp shuffles plus shared memory;
-///  * CPU twin: loops over rows in which every phase between two row
-///    reductions runs as a loop over the lanes, and each reduction replays
-///    the GPU's butterfly on a buffer, in the same order. fff-run executes it
-///    (`fff-run --gpu-twin`), so the numeric tests check each strategy's
-///    algorithm (lane-to-data mapping, tails, masking, reduction order and
-///    statistics) on the CPU.
-///
-/// The per-lane code (what a lane loads, its partial sums, what it stores)
-/// is shared; only thread indexing and the reductions differ.
-class NormKernelEmitter {
+/// Emits one norm kernel, as a GPU kernel body or its CPU twin (see
+/// LaneEmitter): a group of lanes per row. The twin checks each strategy's
+/// lane-to-data mapping, tails, masking, reduction order and statistics.
+class NormKernelEmitter : LaneEmitter {
 public:
   NormKernelEmitter(ImplicitLocOpBuilder &b, const NormStrategy &strategy,
                     const NormProblem &problem)
-      : b(b), s(strategy), p(problem) {}
+      : LaneEmitter(b, strategy.threadsPerRow), s(strategy), p(problem) {}
 
   /// The kernel body inside a gpu.launch; `sharedPartials` is 32 floats of
   /// workgroup memory (null for warp-per-row).
   void emitGPU(Value threadId, Value blockId, Value sharedPartials) {
-    this->sharedPartials = sharedPartials;
     Value threadsPerRow = index(s.threadsPerRow);
-    gpuLane = arith::RemUIOp::create(b, threadId, threadsPerRow);
+    useGPULanes(arith::RemUIOp::create(b, threadId, threadsPerRow),
+                sharedPartials);
     Value rowInBlock = arith::DivUIOp::create(b, threadId, threadsPerRow);
     row = arith::AddIOp::create(
         b, arith::MulIOp::create(b, blockId, index(s.rowsPerBlock)),
@@ -325,12 +320,10 @@ public:
 
   /// The CPU twin: every row in turn.
   void emitCPUTwin() {
-    auto buffer = MemRefType::get({std::max<int64_t>(s.threadsPerRow, kWarpSize)},
-                                  b.getF32Type());
-    twinBuffers = {memref::AllocaOp::create(b, buffer),
-                   memref::AllocaOp::create(b, buffer)};
+    useTwinLanes();
     prepare();
     auto rows = scf::ForOp::create(b, index(0), p.rows, index(1));
+    rows->setAttr(kGPUTwinAttrName, b.getUnitAttr());
     inside(rows.getRegion(), [&] {
       row = rows.getInductionVar();
       laneCache.clear();
@@ -341,31 +334,11 @@ public:
 private:
   //===--- Small builders -------------------------------------------------===//
 
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
-  }
   VectorType vectorType(Type elementType) {
     return VectorType::get({s.vectorWidth}, elementType);
   }
   Value splat(Value scalar) {
     return vector::BroadcastOp::create(b, vectorType(b.getF32Type()), scalar);
-  }
-  Value sum(Value vector) {
-    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, vector);
-  }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-
-  /// Emits `body` at the end of `region`'s block, before its terminator.
-  void inside(Region &region, function_ref<void()> body) {
-    OpBuilder::InsertionGuard guard(b);
-    Block &block = region.front();
-    if (block.mightHaveTerminator())
-      b.setInsertionPoint(block.getTerminator());
-    else
-      b.setInsertionPointToEnd(&block);
-    body();
   }
 
   void prepare() {
@@ -395,13 +368,6 @@ private:
   /// The norm's input vector at `chunk` of this row, in its storage type.
   Value inputChunk(Value chunk) {
     return p.loadInput ? p.loadInput(b, row, chunk) : loadRaw(p.input, row, chunk);
-  }
-
-  /// f16/bf16 vectors -> f32; f32 passes through.
-  Value widen(Value vector) {
-    if (getElementTypeOrSelf(vector.getType()).isF32())
-      return vector;
-    return arith::ExtFOp::create(b, vectorType(b.getF32Type()), vector);
   }
 
   void storeVector(Value value, Value chunk) {
@@ -526,7 +492,7 @@ private:
     Value mean = f32(0.0);
     if (p.subtractMean) {
       Value pivot = rowPivot();
-      Value shiftedSum = rowSum([&](Value lane) {
+      Value shiftedSum = groupSum([&](Value lane) {
         LaneRow &lr = laneRow(lane);
         Value partial = f32(0.0);
         for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
@@ -538,7 +504,7 @@ private:
       });
       mean = add(pivot, mul(shiftedSum, invRowSize));
     }
-    Value variance = mul(rowSum([&](Value lane) {
+    Value variance = mul(groupSum([&](Value lane) {
                            LaneRow &lr = laneRow(lane);
                            Value partial = f32(0.0);
                            for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
@@ -561,12 +527,12 @@ private:
   std::pair<Value, Value> loopedStatistics() {
     Value shift = p.subtractMean ? rowPivot() : f32(0.0);
     Value squares = mul(
-        rowSum([&](Value lane) { return loopedPartials(lane, shift).second; }),
+        groupSum([&](Value lane) { return loopedPartials(lane, shift).second; }),
         invRowSize);
     if (!p.subtractMean)
       return {f32(0.0), rsqrt(squares)};
     Value meanShift = mul(
-        rowSum([&](Value lane) { return loopedPartials(lane, shift).first; }),
+        groupSum([&](Value lane) { return loopedPartials(lane, shift).first; }),
         invRowSize);
     Value variance = arith::MaximumFOp::create(
         b, arith::SubFOp::create(b, squares, mul(meanShift, meanShift)), f32(0.0));
@@ -610,133 +576,15 @@ private:
     inside(scf::IfOp::create(b, first).getThenRegion(), store);
   }
 
-  //===--- What differs: lanes and row reductions --------------------------===//
-
-  bool onGPU() const { return !twinBuffers[0]; }
-
-  /// Runs per-lane code: on the GPU for this thread's lane, in the twin for
-  /// every lane in turn.
-  void forEachLane(function_ref<void(Value lane)> body) {
-    if (onGPU())
-      return body(gpuLane);
-    auto lanes = scf::ForOp::create(b, index(0), index(s.threadsPerRow), index(1));
-    inside(lanes.getRegion(), [&] { body(lanes.getInductionVar()); });
-  }
-
-  /// The sum over the row's lanes of `partialOf(lane)`, seen by every lane.
-  Value rowSum(function_ref<Value(Value lane)> partialOf) {
-    return onGPU() ? gpuRowSum(partialOf(gpuLane)) : twinRowSum(partialOf);
-  }
-
-  Value gpuWarpSum(Value value) {
-    for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, value, offset, kWarpSize,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      value = add(value, other);
-    }
-    return value;
-  }
-
-  Value gpuRowSum(Value value) {
-    value = gpuWarpSum(value);
-    if (s.threadsPerRow == kWarpSize)
-      return value;
-    // Each warp publishes its partial sum; then every warp reads all of them
-    // and reduces them again with shuffles, so all threads end up with the
-    // total without a second broadcast through shared memory.
-    Value warpSize = index(kWarpSize);
-    Value laneInWarp = arith::RemUIOp::create(b, gpuLane, warpSize);
-    Value warp = arith::DivUIOp::create(b, gpuLane, warpSize);
-    Value isLeader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                           laneInWarp, index(0));
-    inside(scf::IfOp::create(b, isLeader).getThenRegion(), [&] {
-      memref::StoreOp::create(b, value, sharedPartials, warp);
-    });
-    gpu::BarrierOp::create(b);
-    Value hasPartial =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, laneInWarp,
-                              index(s.threadsPerRow / kWarpSize));
-    auto read = scf::IfOp::create(b, b.getF32Type(), hasPartial,
-                                  /*addThenBlock=*/true, /*addElseBlock=*/true);
-    inside(read.getThenRegion(), [&] {
-      scf::YieldOp::create(
-          b, ValueRange{memref::LoadOp::create(b, sharedPartials, laneInWarp)});
-    });
-    inside(read.getElseRegion(),
-           [&] { scf::YieldOp::create(b, ValueRange{f32(0.0)}); });
-    // The next reduction reuses the buffer only after everyone has read it.
-    gpu::BarrierOp::create(b);
-    return gpuWarpSum(read.getResult(0));
-  }
-
-  /// The GPU's reduction replayed on a buffer: the xor butterfly within
-  /// each warp (lane i adds lane i^offset's value, as a shuffle does), then,
-  /// for several warps, the butterfly over the warps' partials.
-  Value twinRowSum(function_ref<Value(Value lane)> partialOf) {
-    Value current = twinBuffers[0], next = twinBuffers[1];
-    forEachLane([&](Value lane) {
-      memref::StoreOp::create(b, partialOf(lane), current, lane);
-    });
-    auto butterfly = [&](int64_t lanes) {
-      for (int64_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        auto loop = scf::ForOp::create(b, index(0), index(lanes), index(1));
-        inside(loop.getRegion(), [&] {
-          Value lane = loop.getInductionVar();
-          Value partner = arith::XOrIOp::create(b, lane, index(offset));
-          Value mine = memref::LoadOp::create(b, current, lane);
-          Value theirs = memref::LoadOp::create(b, current, partner);
-          memref::StoreOp::create(b, add(mine, theirs), next, lane);
-        });
-        std::swap(current, next);
-      }
-    };
-    butterfly(s.threadsPerRow);
-    if (s.threadsPerRow > kWarpSize) {
-      int64_t warps = s.threadsPerRow / kWarpSize;
-      auto gather = scf::ForOp::create(b, index(0), index(kWarpSize), index(1));
-      inside(gather.getRegion(), [&] {
-        Value lane = gather.getInductionVar();
-        Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                                 lane, index(warps));
-        Value source = arith::MinUIOp::create(
-            b, arith::MulIOp::create(b, lane, index(kWarpSize)),
-            index(s.threadsPerRow - kWarpSize));
-        Value partial = arith::SelectOp::create(
-            b, hasPartial, memref::LoadOp::create(b, current, source), f32(0.0));
-        memref::StoreOp::create(b, partial, next, lane);
-      });
-      std::swap(current, next);
-      butterfly(kWarpSize);
-    }
-    return memref::LoadOp::create(b, current, index(0));
-  }
-
-  ImplicitLocOpBuilder &b;
   const NormStrategy &s;
   const NormProblem &p;
-  Value sharedPartials, gpuLane, row, invRowSize, vectors;
-  std::array<Value, 2> twinBuffers;
+  Value row, invRowSize, vectors;
   llvm::DenseMap<void *, LaneRow> laneCache;
 };
 
 //===----------------------------------------------------------------------===//
 // Host side: views, buffers and the launch
 //===----------------------------------------------------------------------===//
-
-/// Collapses `tensor` to rank `groups.size()` and returns it as a buffer.
-Value collapsedBuffer(ImplicitLocOpBuilder &b, Value tensor,
-                      ArrayRef<ReassociationIndices> groups) {
-  if (!tensor)
-    return Value();
-  auto type = cast<RankedTensorType>(tensor.getType());
-  if (type.getRank() != int64_t(groups.size()))
-    tensor = tensor::CollapseShapeOp::create(b, tensor, groups);
-  auto collapsed = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(
-      b, MemRefType::get(collapsed.getShape(), collapsed.getElementType()),
-      tensor, /*read_only=*/true);
-}
 
 /// [[0..lead-1], [lead..rank-1]] (rows, then the normalized dims); with no
 /// leading dims, a unit row dim is added by expanding first.
@@ -837,19 +685,6 @@ struct RowView {
   }
 };
 
-/// The gpu.module that holds fff's kernels, created on first use.
-gpu::GPUModuleOp kernelModule(RewriterBase &rewriter, Operation *op) {
-  auto module = op->getParentOfType<ModuleOp>();
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  rewriter.getUnitAttr());
-  constexpr StringLiteral kName = "fff_kernels";
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kName))
-    return existing;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kName);
-}
-
 /// Builds the kernel `gpu.func @<op>_<strategy>` for `host` (a problem in
 /// host values) and returns the host values to launch it with, in
 /// `operands`. The kernel records its strategy as `fff.strategy`.
@@ -871,10 +706,9 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
       operands.push_back(*field);
     }
 
-  gpu::GPUModuleOp module = kernelModule(rewriter, op);
   // e.g. layer_norm_bf16_768_warp_per_row: what a profiler should show.
-  std::string base;
-  llvm::raw_string_ostream os(base);
+  KernelSpec spec;
+  llvm::raw_string_ostream os(spec.name);
   os << (host.unit ? "fused_" : "") << op->getName().stripDialect() << "_"
      << host.elementType << "_";
   if (host.staticRowSize)
@@ -882,36 +716,22 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
   else
     os << "dynamic";
   os << "_" << NormStrategy::kindName(strategy.kind);
-  std::string name = base;
-  for (unsigned suffix = 1; module.lookupSymbol(name); ++suffix)
-    name = base + "_" + std::to_string(suffix);
-
-  auto sharedType = MemRefType::get(
-      {kWarpSize}, rewriter.getF32Type(), MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(rewriter.getContext(),
-                                 gpu::AddressSpace::Workgroup));
+  spec.threadsPerBlock = strategy.threadsPerBlock();
+  spec.maxRegisters = strategy.maxRegisters;
+  spec.strategy = strategy.toAttr(rewriter.getContext());
   bool needsShared = strategy.threadsPerRow > kWarpSize;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToEnd(module.getBody());
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  auto kernel = gpu::GPUFuncOp::create(
-      b, name,
-      b.getFunctionType(ValueRange(operands).getTypes(), TypeRange{}),
-      needsShared ? TypeRange{sharedType} : TypeRange{});
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {int32_t(strategy.threadsPerBlock()), 1, 1}));
-  kernel->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
-  // With the block size known, ptxas would otherwise cap registers for
-  // occupancy (48 at 128 threads) and spill rows meant to stay in them.
-  kernel->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
-                  b.getI32IntegerAttr(strategy.maxRegisters));
+  if (needsShared)
+    spec.workgroupBuffers.push_back(
+        workgroupBufferType({kWarpSize}, rewriter.getF32Type()));
+  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
   for (auto [field, arg] : llvm::zip(present, kernel.getArguments()))
     *field = arg;
   if (inKernel.unit)
     bindUnit(inKernel, strategy.vectorWidth);
 
-  b.setInsertionPointToStart(&kernel.front());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&kernel.front());
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   Value shared =
       needsShared ? Value(kernel.getWorkgroupAttributions().front()) : Value();
   NormKernelEmitter(b, strategy, inKernel)
@@ -964,16 +784,11 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
     return success();
   }
 
-  Value one = arith::ConstantIndexOp::create(b, 1);
   Value blocks = arith::CeilDivUIOp::create(
       b, view.rows, arith::ConstantIndexOp::create(b, strategy.rowsPerBlock));
-  Value threads =
-      arith::ConstantIndexOp::create(b, strategy.threadsPerBlock());
   SmallVector<Value> operands;
   gpu::GPUFuncOp kernel = buildNormKernel(rewriter, op, strategy, problem, operands);
-  gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{blocks, one, one},
-                            gpu::KernelDim3{threads, one, one},
-                            /*dynamicSharedMemorySize=*/Value(), operands);
+  launchKernel(b, kernel, blocks, strategy.threadsPerBlock(), operands);
   rewriter.replaceOp(op, results());
   return success();
 }
@@ -1039,16 +854,12 @@ LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
     bindUnit(problem, strategy.vectorWidth);
     NormKernelEmitter(b, strategy, problem).emitCPUTwin();
   } else {
-    Value one = arith::ConstantIndexOp::create(b, 1);
     Value blocks = arith::CeilDivUIOp::create(
         b, view.rows, arith::ConstantIndexOp::create(b, strategy.rowsPerBlock));
-    Value threads = arith::ConstantIndexOp::create(b, strategy.threadsPerBlock());
     SmallVector<Value> operands;
     gpu::GPUFuncOp kernel =
         buildNormKernel(rewriter, norm, strategy, problem, operands);
-    gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{blocks, one, one},
-                              gpu::KernelDim3{threads, one, one},
-                              /*dynamicSharedMemorySize=*/Value(), operands);
+    launchKernel(b, kernel, blocks, strategy.threadsPerBlock(), operands);
   }
   SmallVector<Value> results;
   for (Value buffer : resultBuffers)
@@ -1098,6 +909,38 @@ struct FusionToGPU : NormToGPUPattern<FusionOp> {
   }
 };
 
+/// The message for an fff op left without a GPU kernel.
+std::string whyNoGPUKernel(Operation *op) {
+  if (auto unit = dyn_cast<FusionOp>(op))
+    return "has no GPU kernel yet: it contains " + unsupportedOnGPU(unit);
+  if (isa<TreeFFNOp, LeafTreeFFNOp>(op))
+    return "has no GPU kernel for " + whyTreeOpHasNoGPUKernel(op);
+  return "has no GPU lowering yet";
+}
+
+/// Replaces transcendental math ops (erf, tanh, exp, ...) in kernels and
+/// their twins by MLIR's f32 polynomial approximations. On the GPU they
+/// would otherwise become libdevice calls, which link only where the CUDA
+/// toolkit is found when the pipeline runs; the twins get the same
+/// arithmetic, so the numeric tests check the approximations too.
+LogicalResult approximateKernelMath(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  populateMathPolynomialApproximationPatterns(
+      patterns, [](StringRef) { return true; });
+  FrozenRewritePatternSet frozen(std::move(patterns));
+  SmallVector<Operation *> scopes;
+  module.walk([&](Operation *op) {
+    if (isa<gpu::GPUModuleOp>(op) || op->hasAttr(kGPUTwinAttrName))
+      scopes.push_back(op);
+  });
+  for (Operation *scope : scopes) {
+    scope->removeAttr(kGPUTwinAttrName);
+    if (failed(applyPatternsGreedily(scope, frozen)))
+      return scope->emitError("math approximation did not converge");
+  }
+  return success();
+}
+
 struct ConvertFFFToGPUPass
     : fff::impl::ConvertFFFToGPUBase<ConvertFFFToGPUPass> {
   using ConvertFFFToGPUBase::ConvertFFFToGPUBase;
@@ -1108,26 +951,26 @@ struct ConvertFFFToGPUPass
     target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>(
         [](Operation *op) { return op->getParentOfType<FusionOp>() != nullptr; });
     // Units the kernel emitter can evaluate become one kernel; the others
-    // stay, and are reported below (or run on the CPU in twin mode).
+    // stay, and are reported below (or run on the CPU in twin mode). So do
+    // tree ops whose shapes no tree kernel takes.
     target.addDynamicallyLegalOp<FusionOp>(
         [](FusionOp op) { return !unsupportedOnGPU(op).empty(); });
+    target.addDynamicallyLegalOp<TreeFFNOp, LeafTreeFFNOp>(
+        [](Operation *op) { return !whyTreeOpHasNoGPUKernel(op).empty(); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateFFFNormsToGPUPatterns(patterns, cpuTwin);
+    populateFFFToGPUPatterns(patterns, cpuTwin);
     if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
+                                      std::move(patterns))) ||
+        failed(approximateKernelMath(getOperation())))
       return signalPassFailure();
     if (cpuTwin)
-      return; // the tree ops take the CPU path after this pass
+      return; // what has no kernel takes the CPU path after this pass
     // Say so plainly rather than let bufferization trip over the op later.
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
       if (!isa<FFFDialect>(op->getDialect()) || op->getParentOfType<FusionOp>())
         return WalkResult::advance();
-      if (auto unit = dyn_cast<FusionOp>(op))
-        op->emitOpError("has no GPU kernel yet: it contains ")
-            << unsupportedOnGPU(unit) << "; use --fff-cpu-pipeline";
-      else
-        op->emitOpError("has no GPU lowering yet; use --fff-cpu-pipeline");
+      op->emitOpError(whyNoGPUKernel(op)) << "; use --fff-cpu-pipeline";
       return WalkResult::interrupt();
     });
     if (unsupported.wasInterrupted())
@@ -1137,8 +980,8 @@ struct ConvertFFFToGPUPass
 
 } // namespace
 
-void fff::populateFFFNormsToGPUPatterns(RewritePatternSet &patterns,
-                                        bool cpuTwin) {
+void fff::populateFFFToGPUPatterns(RewritePatternSet &patterns, bool cpuTwin) {
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                          cpuTwin);
+  populateTreeOpsToGPUPatterns(patterns, cpuTwin);
 }

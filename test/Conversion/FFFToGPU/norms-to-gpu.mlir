@@ -98,14 +98,6 @@ func.func @shapes(%x: tensor<?x4x64xf32>, %g: tensor<4x64xf32>) -> (tensor<?x4x6
 
 // -----
 
-func.func @tree_has_no_gpu_lowering(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'fff.tree_ffn' op has no GPU lowering yet; use --fff-cpu-pipeline}}
-  %0 = fff.tree_ffn %x, %w, %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-
-// -----
-
 // A fused unit the kernel emitter cannot evaluate stays, with the reason.
 func.func @unit_with_stats(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'fff.fusion' op has no GPU kernel yet: it contains a norm that returns mean and rstd; use --fff-cpu-pipeline}}

@@ -1,9 +1,15 @@
 # leaf_tree_ffn through --fff-cpu-pipeline and fff-run, against a float64
 # numpy reference, including the leaf each row is routed to.
 #
+# With --gpu-twin, the same cases run the GPU kernel's CPU twin (see
+# tree-ffn-numeric.py).
+#
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
+# RUN: %python %s --gpu-twin | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
+
+import sys
 
 import numpy as np
 
@@ -11,6 +17,7 @@ from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run,
 
 rng = np.random.default_rng(8)
 check = Checker()
+FLAGS = ["--gpu-twin"] if "--gpu-twin" in sys.argv[1:] else []
 
 
 def leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
@@ -54,7 +61,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     b2_arr, b2 = quantize(rng.standard_normal((leaves, dout)), dtype)
 
     (y,) = run(mlir_for("f", dtype, rows, din, width, dout, depth, activation, dynamic),
-               "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1)
+               "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1, extra_flags=FLAGS)
     ref, leaf, scores = leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation)
     margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(nw).max() * np.sqrt(din)
     keep = np.all(np.abs(scores) > margin[:, None], axis=1)
@@ -69,7 +76,8 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     probe_w2, _ = quantize(np.eye(leaves).reshape(leaves, 1, leaves), dtype)
     probe_b2, _ = quantize(np.zeros((leaves, leaves)), dtype)
     (onehot,) = run(mlir_for("route", dtype, rows, din, 1, leaves, depth, "relu", dynamic),
-                    "route", [x_arr, nw_arr, nb_arr, probe_w1, probe_b1, probe_w2, probe_b2], 1)
+                    "route", [x_arr, nw_arr, nb_arr, probe_w1, probe_b1, probe_w2, probe_b2], 1,
+                    extra_flags=FLAGS)
     onehot = dequantize(onehot, dtype)
     check.equal(f"leaf_tree_ffn route {name}", onehot[keep], np.eye(leaves)[leaf[keep]])
 
@@ -82,4 +90,6 @@ for activation in ("gelu", "gelu_tanh", "silu", "identity"):
 for dtype in ("f16", "bf16"):
     case(dtype, 21, 64, 32, 48, 4, "gelu")
     case(dtype, 1, 3, 1, 1, 2, "relu", dynamic=False)
+# Wide rows with tails, a leaf of 64 (the GPU kernel's widest).
+case("bf16", 7, 1000, 64, 333, 3, "gelu")
 check.finish()

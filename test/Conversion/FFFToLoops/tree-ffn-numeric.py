@@ -1,9 +1,18 @@
 # tree_ffn through --fff-cpu-pipeline and fff-run, against a float64 numpy
 # reference, including the route each row takes through each tree.
 #
+# With --gpu-twin, the same cases (and wider rows, deeper trees and more
+# trees, which the GPU kernel walks in steps, loops and masks) run the GPU
+# kernel's CPU twin (test/Conversion/FFFToGPU/tree-kernels.mlir shows the
+# strategies): its lane-to-data mapping, tails, shuffle butterfly order and
+# polynomial activations.
+#
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
+# RUN: %python %s --gpu-twin | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
+
+import sys
 
 import numpy as np
 
@@ -11,6 +20,8 @@ from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run,
 
 rng = np.random.default_rng(11)
 check = Checker()
+TWIN = "--gpu-twin" in sys.argv[1:]
+FLAGS = ["--gpu-twin"] if TWIN else []
 
 
 def tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation):
@@ -68,7 +79,7 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
         op = f"fff.tree_ffn %x, %wi, %wo {attrs} : {xt}, {wit}, {wot}"
         args = [x_arr, w_in_arr, w_out_arr]
     mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
-    (y,) = run(mlir, "f", args, 1)
+    (y,) = run(mlir, "f", args, 1, extra_flags=FLAGS)
 
     ref, route, logits = tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation)
     keep = stable_rows(x, w_in, logits)
@@ -78,6 +89,9 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
     # The route, read back through the op itself: with identity activation,
     # no output bias and w_out[k, n] = one-hot(k * N + n), output column
     # k * N + n holds node n's logit if the row visited it and 0 otherwise.
+    # (Not for the deepest trees, where that probe is K * N squared.)
+    if trees * nodes > 4096:
+        return
     probe_out = np.zeros((trees, nodes, trees * nodes), dtype=np.float32)
     for k in range(trees):
         probe_out[k, np.arange(nodes), k * nodes + np.arange(nodes)] = 1.0
@@ -90,7 +104,7 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
              f"  %y = fff.tree_ffn %x, %wi{bias}, %wo {{depth = {depth} : i64, activation = #fff.activation<identity>}} : {xt}, {wit}, {pt}\n"
              f"  return %y : {rt}\n}}")
     probe_args = [x_arr, w_in_arr] + ([b_in_arr] if biases else []) + [probe_arr]
-    (visited,) = run(probe, "route", probe_args, 1)
+    (visited,) = run(probe, "route", probe_args, 1, extra_flags=FLAGS)
     visited = dequantize(visited, dtype).reshape(rows, trees, nodes) != 0
     expected = np.zeros((rows, trees, nodes), dtype=bool)
     for k in range(trees):
@@ -109,4 +123,13 @@ for dtype in ("f16", "bf16"):
     case(dtype, 1, 127, 9, trees=1, depth=11, activation="silu", biases=False, dynamic=False)
 # UltraFastBERT-1x11's layer shape, one row.
 case("f32", 1, 768, 768, trees=1, depth=11, activation="gelu", biases=True, dynamic=True)
+if TWIN:
+    # One unrolled step with x in registers; input and output loops of
+    # several steps, ragged ones, scalar rows; many trees; the deepest trees.
+    case("bf16", 9, 768, 768, trees=1, depth=11, activation="gelu", biases=True, dynamic=True)
+    case("f32", 5, 4096, 1000, trees=1, depth=4, activation="gelu_tanh", biases=True, dynamic=True)
+    case("bf16", 5, 1000, 333, trees=2, depth=6, activation="silu", biases=True, dynamic=False)
+    case("f16", 4, 2056, 4104, trees=1, depth=3, activation="relu", biases=False, dynamic=True)
+    case("f32", 6, 20, 12, trees=12, depth=2, activation="gelu", biases=True, dynamic=True)
+    case("f32", 3, 8, 16, trees=1, depth=15, activation="gelu", biases=True, dynamic=True)
 check.finish()

@@ -9,11 +9,13 @@ class RewritePatternSet;
 
 namespace fff {
 
-/// Patterns lowering fff.layer_norm and fff.rms_norm to one gpu.launch each,
-/// with the kernel strategy from selectNormStrategy; with `cpuTwin`, to the
-/// kernels' CPU-executable twins instead.
-void populateFFFNormsToGPUPatterns(mlir::RewritePatternSet &patterns,
-                                   bool cpuTwin = false);
+/// Patterns lowering fff.layer_norm, fff.rms_norm, fff.fusion,
+/// fff.tree_ffn and fff.leaf_tree_ffn to one kernel launch each, with the
+/// strategies from KernelStrategy.h; with `cpuTwin`, to the kernels'
+/// CPU-executable twins instead. Kernels may use math ops that
+/// convert-fff-to-gpu then approximates by polynomials.
+void populateFFFToGPUPatterns(mlir::RewritePatternSet &patterns,
+                              bool cpuTwin = false);
 
 } // namespace fff
 

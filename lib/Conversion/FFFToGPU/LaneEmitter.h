@@ -1,0 +1,120 @@
+//===- LaneEmitter.h - per-lane kernel code, for a GPU or its twin -*- C++ -*-===//
+//
+// What every fff kernel emitter shares. A kernel is written once, as the
+// code of one lane of a group of threads that cooperate on a row or token,
+// and emitted in one of two forms:
+//
+//  * GPU: the body of a gpu.func; each thread runs its lane's code once, and
+//    a sum over the group is a warp shuffle butterfly (plus shared memory
+//    across warps);
+//  * CPU twin: host loops in which each phase between two group sums runs
+//    for every lane in turn, and each sum replays the GPU's butterfly on a
+//    buffer, in the same order. fff-run executes it (`fff-run --gpu-twin`),
+//    so the numeric tests check each kernel's algorithm on the CPU.
+//
+// Also here, for the host side: creating a kernel function in
+// `gpu.module @fff_kernels`, launching it, and viewing tensors as buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_LIB_CONVERSION_FFFTOGPU_LANEEMITTER_H
+#define FFF_LIB_CONVERSION_FFFTOGPU_LANEEMITTER_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <array>
+
+namespace fff {
+
+/// Marks the outermost loop of each CPU twin, so that the pass can give the
+/// twins the same math approximations as the kernels.
+constexpr llvm::StringLiteral kGPUTwinAttrName = "fff.gpu_twin";
+
+class LaneEmitter {
+protected:
+  /// `lanes` threads (a multiple of the warp size) share each group.
+  LaneEmitter(mlir::ImplicitLocOpBuilder &b, int64_t lanes)
+      : b(b), lanes(lanes) {}
+
+  /// Selects the GPU form: `lane` is this thread's lane in its group;
+  /// `sharedPartials`, 32 f32 of workgroup memory, is needed when a group is
+  /// more than one warp.
+  void useGPULanes(mlir::Value lane, mlir::Value sharedPartials = {});
+  /// Selects the twin form.
+  void useTwinLanes();
+  bool onGPU() const { return !twinBuffers[0]; }
+
+  /// Runs per-lane code: on the GPU for this thread's lane, in the twin for
+  /// every lane in turn.
+  void forEachLane(llvm::function_ref<void(mlir::Value lane)> body);
+
+  /// The sum over the group's lanes of `partialOf(lane)` (f32), seen by
+  /// every lane. On the GPU every lane gets bitwise the same value: each
+  /// butterfly step adds the same two operands in every lane of a pair.
+  mlir::Value groupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
+
+  //===--- Small builders -------------------------------------------------===//
+
+  mlir::Value index(int64_t v);
+  mlir::Value f32(double v);
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  /// The sum of a vector's elements.
+  mlir::Value sum(mlir::Value vector);
+  /// f16/bf16 scalars or vectors -> f32; f32 passes through.
+  mlir::Value widen(mlir::Value value);
+  /// Emits `body` at the end of `region`'s block, before its terminator.
+  void inside(mlir::Region &region, llvm::function_ref<void()> body);
+
+  mlir::ImplicitLocOpBuilder &b;
+  int64_t lanes;
+  mlir::Value gpuLane;
+
+private:
+  mlir::Value gpuWarpSum(mlir::Value value);
+  mlir::Value gpuGroupSum(mlir::Value value);
+  mlir::Value twinGroupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
+
+  mlir::Value sharedPartials;
+  std::array<mlir::Value, 2> twinBuffers;
+};
+
+/// A kernel's shape, as recorded on its gpu.func.
+struct KernelSpec {
+  /// The function's name, made unique in the kernel module by a suffix.
+  std::string name;
+  int64_t threadsPerBlock;
+  int64_t maxRegisters;
+  /// The strategy, for `fff.strategy`.
+  mlir::DictionaryAttr strategy;
+  /// Workgroup (shared) memory buffers the kernel allocates.
+  llvm::SmallVector<mlir::Type> workgroupBuffers;
+};
+
+/// Creates the kernel `spec` describes in `gpu.module @fff_kernels` (made on
+/// first use) of `op`'s module, taking `operands`' types as arguments, with
+/// `rewriter` inside its empty body.
+mlir::gpu::GPUFuncOp createKernel(mlir::RewriterBase &rewriter,
+                                  mlir::Operation *op, const KernelSpec &spec,
+                                  mlir::ValueRange operands);
+
+/// Launches `kernel` on `blocks` blocks of `threads` threads, unless there
+/// are no blocks (an empty batch), which CUDA rejects.
+void launchKernel(mlir::ImplicitLocOpBuilder &b, mlir::gpu::GPUFuncOp kernel,
+                  mlir::Value blocks, int64_t threads, mlir::ValueRange operands);
+
+/// Collapses `tensor` to rank `groups.size()` and returns it as a read-only
+/// buffer; null stays null.
+mlir::Value collapsedBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value tensor,
+                            llvm::ArrayRef<mlir::ReassociationIndices> groups);
+
+/// A workgroup-memory buffer type.
+mlir::MemRefType workgroupBufferType(llvm::ArrayRef<int64_t> shape,
+                                     mlir::Type elementType);
+
+} // namespace fff
+
+#endif // FFF_LIB_CONVERSION_FFFTOGPU_LANEEMITTER_H

@@ -1,0 +1,135 @@
+// RUN: fff-opt %s --convert-fff-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fff-opt %s --convert-fff-to-gpu=cpu-twin --split-input-file | FileCheck %s --check-prefix=TWIN
+
+// UltraFastBERT-1x11's layer: one warp per token, four tokens a block; the
+// launch is skipped for an empty batch. x stays in registers (3 vectors of
+// 8 x bf16 a lane, loaded once); each level loads the node's weight row with
+// 128-bit loads, sums it with a shuffle butterfly and records the row and
+// act(logit) in the warp's slice of shared memory. The output then sums the
+// 12 recorded rows per vector, unrolled, and stores each vector once.
+// CHECK-LABEL: func @ultrafastbert_1x11
+// CHECK:         %[[ANY:.*]] = arith.cmpi ugt
+// CHECK:         scf.if %[[ANY]] {
+// CHECK:           gpu.launch_func @fff_kernels::@tree_ffn_bf16_768x768_depth11_warp_per_token blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}})
+// CHECK:       gpu.func @tree_ffn_bf16_768x768_depth11_warp_per_token
+// CHECK-SAME:    workgroup(%[[COEF:.*]] : memref<4x12xf32, #gpu.address_space<workgroup>>, %[[ROWS:.*]] : memref<4x12xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    fff.strategy = {entries_per_token = 12 : i64, in = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, input_in_registers = true, kind = "warp_per_token", max_registers = 128 : i64, out = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, tokens_per_block = 4 : i64, unroll_entries = true}
+// CHECK-SAME:    known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 128 : i32
+// CHECK-COUNT-3: vector.load %arg0{{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
+// CHECK:         scf.for
+// CHECK:           scf.for {{.*}} to %c12
+// CHECK-COUNT-3:     vector.load %arg1{{.*}} {alignment = 16 : i64} : memref<4095x768xbf16>, vector<8xbf16>
+// CHECK-COUNT-5:     gpu.shuffle xor
+// CHECK:             memref.load %arg2
+// CHECK-NOT:         math.erf
+// CHECK:             memref.store %{{.*}}, %[[COEF]]
+// CHECK:             memref.store %{{.*}}, %[[ROWS]]
+// CHECK:             arith.cmpf ogt
+// CHECK-COUNT-3: vector.load %arg4
+// CHECK-COUNT-36: vector.load %arg3
+// CHECK-NOT:     vector.load %arg3
+// CHECK-COUNT-3: vector.store %{{.*}}, %arg5{{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
+// CHECK-NOT:     vector.store
+// CHECK:         gpu.return
+// TWIN-LABEL: func @ultrafastbert_1x11
+// TWIN-NOT:     gpu.launch_func
+// TWIN:         memref.alloca() : memref<12xf32>
+// TWIN:         memref.alloca() : memref<12xi32>
+// TWIN:         scf.for
+// TWIN:           arith.xori
+// TWIN-NOT:     math.erf
+func.func @ultrafastbert_1x11(%x: tensor<?x768xbf16>, %wi: tensor<1x4095x768xbf16>, %bi: tensor<1x4095xbf16>,
+                              %wo: tensor<1x4095x768xbf16>, %bo: tensor<768xbf16>) -> tensor<?x768xbf16> {
+  %y = fff.tree_ffn %x, %wi bias(%bi : tensor<1x4095xbf16>), %wo bias(%bo : tensor<768xbf16>) {depth = 11 : i64}
+       : tensor<?x768xbf16>, tensor<1x4095x768xbf16>, tensor<1x4095x768xbf16>
+  return %y : tensor<?x768xbf16>
+}
+
+// -----
+
+// Wide rows: a lane takes its input in 8 steps of 4 vectors (a loop), rereading
+// x from L1 at each level, and its output in 3 steps of 3 vectors with the
+// recorded rows as a loop; 250 output vectors do not fill the last step, so
+// its vectors are clamped and their stores masked.
+// CHECK-LABEL: gpu.func @tree_ffn_f32_4096x1000_depth4_warp_per_token
+// CHECK-SAME:    in = {steps = 8 : i64, vector_width = 4 : i64, vectors_per_step = 4 : i64}, input_in_registers = false
+// CHECK-SAME:    out = {steps = 3 : i64, vector_width = 4 : i64, vectors_per_step = 3 : i64}
+// CHECK-SAME:    unroll_entries = false
+// CHECK:         scf.for {{.*}} to %c8 {{.*}} -> (vector<4xf32>)
+// CHECK-COUNT-8:   vector.load
+// CHECK:         gpu.shuffle xor
+// CHECK:         arith.maximumf
+// CHECK:         scf.for {{.*}} to %c3
+// CHECK:           arith.minui
+// CHECK:           scf.for {{.*}} to %c5 {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK:           scf.if
+// CHECK-NEXT:        vector.store
+func.func @wide(%x: tensor<?x4096xf32>, %wi: tensor<1x31x4096xf32>, %wo: tensor<1x31x1000xf32>) -> tensor<?x1000xf32> {
+  %0 = fff.tree_ffn %x, %wi, %wo {depth = 4 : i64, activation = #fff.activation<relu>}
+       : tensor<?x4096xf32>, tensor<1x31x4096xf32>, tensor<1x31x1000xf32>
+  return %0 : tensor<?x1000xf32>
+}
+
+// -----
+
+// A dynamic input width: scalar loads in a masked loop of dynamic length.
+// Two trees record 2 * 3 rows, in one launch.
+// CHECK-LABEL: gpu.func @tree_ffn_f16_dynamicx16_depth2_trees2_warp_per_token
+// CHECK-SAME:    entries_per_token = 6 : i64, in = {steps = "dynamic", vector_width = 1 : i64, vectors_per_step = 1 : i64}
+// CHECK:         scf.for %{{.*}} = %c0 to %c2
+// CHECK:           arith.ceildivui
+// CHECK:           vector.load {{.*}} : memref<?x?xf16>, vector<1xf16>
+// CHECK:           arith.select
+func.func @dynamic_width(%x: tensor<?x?xf16>, %wi: tensor<2x7x?xf16>, %wo: tensor<2x7x16xf16>) -> tensor<?x16xf16> {
+  %0 = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64} : tensor<?x?xf16>, tensor<2x7x?xf16>, tensor<2x7x16xf16>
+  return %0 : tensor<?x16xf16>
+}
+
+// -----
+
+// leaf_tree_ffn: the routing walk (s >= 0 goes right), then the leaf's hidden
+// layer, each lane adding x[d] times w1's row d (16 contiguous values) for
+// its elements d; one butterfly per hidden unit; each unit recorded against
+// its row of w2, and the output summed as for tree_ffn over the leaf's bias.
+// CHECK-LABEL: gpu.func @leaf_tree_ffn_f32_100x36_depth3_warp_per_token
+// CHECK-SAME:    entries_per_token = 16 : i64
+// CHECK:         arith.cmpf oge
+// CHECK:         vector.load %arg3{{.*}} {alignment = 16 : i64} : memref<800x16xf32>, vector<16xf32>
+// CHECK:         vector.fma {{.*}} : vector<16xf32>
+// CHECK-COUNT-80: gpu.shuffle xor
+// CHECK:         vector.load %arg6{{.*}} : memref<8x36xf32>, vector<4xf32>
+// CHECK:         vector.load %arg5{{.*}} : memref<128x36xf32>, vector<4xf32>
+func.func @leaf(%x: tensor<?x100xf32>, %nw: tensor<7x100xf32>, %nb: tensor<7xf32>, %w1: tensor<8x100x16xf32>,
+                %b1: tensor<8x16xf32>, %w2: tensor<8x16x36xf32>, %b2: tensor<8x36xf32>) -> tensor<?x36xf32> {
+  %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 3 : i64}
+       : tensor<?x100xf32>, tensor<7x100xf32>, tensor<7xf32>, tensor<8x100x16xf32>, tensor<8x16xf32>, tensor<8x16x36xf32>, tensor<8x36xf32>
+  return %y : tensor<?x36xf32>
+}
+
+// -----
+
+// Shapes no tree kernel takes stay, with the reason (in twin mode they take
+// the CPU path instead).
+func.func @dynamic_trees(%x: tensor<4x8xf32>, %w: tensor<?x3x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.tree_ffn' op has no GPU kernel for a dynamic number of trees; use --fff-cpu-pipeline}}
+  %0 = fff.tree_ffn %x, %w, %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<?x3x8xf32>, tensor<?x3x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @too_many_rows(%x: tensor<4x8xf32>, %w: tensor<400x7x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.tree_ffn' op has no GPU kernel for more than 1024 visited rows per token (trees * (depth + 1)); use --fff-cpu-pipeline}}
+  %0 = fff.tree_ffn %x, %w, %w {depth = 2 : i64} : tensor<4x8xf32>, tensor<400x7x8xf32>, tensor<400x7x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @wide_leaf(%x: tensor<?x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x65xf32>,
+                     %b1: tensor<2x65xf32>, %w2: tensor<2x65x8xf32>, %b2: tensor<2x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'fff.leaf_tree_ffn' op has no GPU kernel for a leaf wider than 64; use --fff-cpu-pipeline}}
+  %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 1 : i64}
+       : tensor<?x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x65xf32>, tensor<2x65xf32>, tensor<2x65x8xf32>, tensor<2x8xf32>
+  return %y : tensor<?x8xf32>
+}
