@@ -15,6 +15,7 @@ import tempfile
 import numpy as np
 
 FFF_RUN = os.environ.get("FFF_RUN", "fff-run")
+FFF_OPT = os.environ.get("FFF_OPT", "fff-opt")
 
 # Relative-norm tolerances ||actual - expected|| / ||expected||. The kernels
 # compute in f32 from the same rounded inputs, so the error is the f32
@@ -60,8 +61,15 @@ def tensor_type(shape, dtype):
     return f"tensor<{dims}x{MLIR_TYPE[dtype]}>" if shape else f"tensor<{MLIR_TYPE[dtype]}>"
 
 
-def run(mlir, func, args, num_results, extra_flags=()):
-    """Runs @func of the MLIR text on `args` through fff-run; returns results."""
+def run(mlir, func, args, num_results, extra_flags=(), lowering=()):
+    """Runs @func of the MLIR text on `args` through fff-run; returns results.
+    `lowering` is fff-opt flags applied first (e.g. to pick a GPU kernel
+    variant's CPU twin)."""
+    if lowering:
+        proc = subprocess.run([FFF_OPT, *lowering, "-"], input=mlir, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"fff-opt {' '.join(lowering)} failed:\n{proc.stderr}\n--- input ---\n{mlir}")
+        mlir = proc.stdout
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "input.mlir")
         with open(path, "w") as f:

@@ -46,7 +46,10 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
 
     - norms: warp per row, block per row, or looped, over a grid of rows;
     - tree layers: a warp per token (its lanes split each level's dot
-      product and the output row), four tokens a block.
+      product and the output row), in two kernels the host picks between
+      by batch size: `latency` (two levels a step) and `throughput`
+      (resident blocks, top levels staged in shared memory); `tree-variant`
+      keeps only one.
 
     Transcendental math in kernels (erf, tanh, exp in activations and fused
     epilogues) becomes MLIR's f32 polynomial approximations, so no kernel
@@ -66,6 +69,9 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"cpuTwin", "cpu-twin", "bool", /*default=*/"false",
            "Emit each kernel's CPU-executable twin instead of a gpu.launch">,
+    Option<"treeVariant", "tree-variant", "std::string", /*default=*/"\"auto\"",
+           "Tree kernels to emit: auto (latency and throughput, picked by "
+           "batch size), latency or throughput">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

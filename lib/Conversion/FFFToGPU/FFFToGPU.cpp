@@ -959,7 +959,11 @@ struct ConvertFFFToGPUPass
         [](Operation *op) { return !whyTreeOpHasNoGPUKernel(op).empty(); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateFFFToGPUPatterns(patterns, cpuTwin);
+    if (failed(populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant))) {
+      getOperation().emitError("unknown tree-variant '")
+          << treeVariant << "'; expected auto, latency or throughput";
+      return signalPassFailure();
+    }
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))) ||
         failed(approximateKernelMath(getOperation())))
@@ -980,8 +984,9 @@ struct ConvertFFFToGPUPass
 
 } // namespace
 
-void fff::populateFFFToGPUPatterns(RewritePatternSet &patterns, bool cpuTwin) {
+LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
+                                            bool cpuTwin, StringRef treeVariant) {
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                          cpuTwin);
-  populateTreeOpsToGPUPatterns(patterns, cpuTwin);
+  return populateTreeOpsToGPUPatterns(patterns, cpuTwin, treeVariant);
 }

@@ -86,30 +86,35 @@ NormStrategy fff::selectNormStrategy(std::optional<int64_t> rowSize,
 
 namespace {
 /// Input vectors a lane loads at once per level, a routing weight and an x
-/// vector each: 8 of 16-bit types, 4 of f32, for which ptxas spills at 8
-/// on wide rows (test/Conversion/FFFToGPU/tree-kernels-ptxas.py checks).
-constexpr int64_t kTreeInputVectorsPerStep16Bit = 8;
-constexpr int64_t kTreeInputVectorsPerStepF32 = 4;
+/// vector each: 64 registers of loads in flight.
+constexpr int64_t kTreeInputVectorsPerStep = 8;
 /// A lane keeps x in registers up to this many 32-bit registers' worth.
 constexpr int64_t kTreeInputRegisters = 16;
-/// A lane's output takes one step when it can sum all its output values at
-/// once (at most 32) with every recorded row's loads in flight (at most 36
-/// loads). Then the sums unroll over the recorded rows (at most 20: their
-/// coefficients and addresses stay in registers). Otherwise, the lane loops
-/// over steps of 12 output values (3 vectors of f32, 1 of 16-bit types:
-/// the most the checked shapes take without spills) and, in each, over the
-/// recorded rows.
-constexpr int64_t kTreeOutputValuesAtOnce = 32;
-constexpr int64_t kTreeUnrolledOutputLoads = 36;
+/// A lane sums at most 32 output values at once, in steps over its part of
+/// the output row. Each step sums every recorded row, unrolled for up to 20
+/// of them, whose coefficients and addresses then stay in registers across
+/// the steps; otherwise in a loop. The loads in flight per step are at most
+/// 36 when one step covers the lane's output, and 16 when the steps are a
+/// loop: past those, ptxas spills.
+constexpr int64_t kTreeOutputValuesPerStep = 32;
 constexpr int64_t kTreeMaxUnrolledEntries = 20;
-constexpr int64_t kTreeOutputValuesPerStep = 12;
+constexpr int64_t kTreeOneStepOutputLoads = 36;
+constexpr int64_t kTreeLoopedOutputLoads = 16;
 /// With the loads in flight above: 16 warps a multiprocessor.
 constexpr int64_t kTreeRegisters = 128;
-/// Four warps a block: small enough that a batch of a few hundred tokens
-/// still fills every multiprocessor.
-constexpr int64_t kTreeTokensPerBlock = 4;
-/// Shared memory for the recorded rows, under the 48 KiB any block gets.
+/// Latency kernels take four warps a block, so that a batch of a few
+/// hundred tokens still spreads over every multiprocessor; throughput
+/// kernels eight, to share each block's staged rows among more warps.
+constexpr int64_t kTreeLatencyTokensPerBlock = 4;
+constexpr int64_t kTreeThroughputTokensPerBlock = 8;
+/// Shared memory for the recorded rows.
 constexpr int64_t kTreeEntryBytes = 32 * 1024;
+/// Shared memory a block may use in all, under the 48 KiB any block gets
+/// without opting in.
+constexpr int64_t kTreeSharedBytes = 46 * 1024;
+/// Staging fewer levels than this does not pay for the copy and barrier.
+constexpr int64_t kTreeMinStagedLevels = 2;
+constexpr int64_t kRecordBytes = sizeof(float) + sizeof(int32_t);
 /// A leaf's hidden values stay in registers: one f32 each, per lane.
 constexpr int64_t kMaxHiddenWidth = 64;
 
@@ -150,58 +155,99 @@ DictionaryAttr TreeStrategy::LaneWalk::toAttr(MLIRContext *context) const {
   });
 }
 
+StringRef TreeStrategy::variantName(Variant variant) {
+  return variant == Variant::Latency ? "latency" : "throughput";
+}
+
 DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
   Builder b(context);
   return b.getDictionaryAttr({
       b.getNamedAttr("kind", b.getStringAttr("warp_per_token")),
+      b.getNamedAttr("variant", b.getStringAttr(variantName(variant))),
       b.getNamedAttr("in", in.toAttr(context)),
       b.getNamedAttr("out", out.toAttr(context)),
       b.getNamedAttr("input_in_registers", b.getBoolAttr(inputInRegisters)),
       b.getNamedAttr("unroll_entries", b.getBoolAttr(unrollEntries)),
+      b.getNamedAttr("levels_per_step", b.getI64IntegerAttr(levelsPerStep)),
+      b.getNamedAttr("staged_levels", b.getI64IntegerAttr(stagedLevels)),
       b.getNamedAttr("tokens_per_block", b.getI64IntegerAttr(tokensPerBlock)),
+      b.getNamedAttr("resident_blocks", b.getBoolAttr(residentBlocks)),
       b.getNamedAttr("entries_per_token",
                      b.getI64IntegerAttr(entriesPerToken)),
       b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
   });
 }
 
-FailureOr<TreeStrategy>
-fff::selectTreeStrategy(std::optional<int64_t> inWidth,
-                        std::optional<int64_t> outWidth, Type elementType,
-                        int64_t entriesPerToken, int64_t hiddenWidth,
-                        std::string &whyNot) {
-  if (hiddenWidth > kMaxHiddenWidth) {
+/// The most top levels whose rows fit in `bytes` of shared memory, if that
+/// is enough to pay; else 0.
+static int64_t levelsToStage(const TreeShape &shape, int64_t bytes) {
+  if (shape.isLeafMLP() || !shape.inWidth || !shape.outWidth)
+    return 0;
+  int64_t rowBytes = (*shape.inWidth + *shape.outWidth) *
+                     shape.elementType.getIntOrFloatBitWidth() / 8;
+  int64_t levels = 0;
+  while (levels < shape.levels &&
+         shape.trees * ((int64_t(1) << (levels + 1)) - 1) * rowBytes <= bytes)
+    ++levels;
+  return levels >= kTreeMinStagedLevels ? levels : 0;
+}
+
+FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
+                                                TreeStrategy::Variant variant,
+                                                std::string &whyNot) {
+  int64_t entriesPerToken = shape.entriesPerToken();
+  if (shape.hiddenWidth > kMaxHiddenWidth) {
     whyNot = "a leaf wider than " + std::to_string(kMaxHiddenWidth);
     return failure();
   }
-  constexpr int64_t kRecordBytes = sizeof(float) + sizeof(int32_t);
-  if (entriesPerToken * kTreeTokensPerBlock * kRecordBytes > kTreeEntryBytes) {
+  if (entriesPerToken * kTreeLatencyTokensPerBlock * kRecordBytes >
+      kTreeEntryBytes) {
     whyNot = "more than " +
-             std::to_string(kTreeEntryBytes / kTreeTokensPerBlock / kRecordBytes) +
+             std::to_string(kTreeEntryBytes / kTreeLatencyTokensPerBlock /
+                            kRecordBytes) +
              " visited rows per token (trees * (depth + 1))";
     return failure();
   }
+  Type elementType = shape.elementType;
   TreeStrategy s;
+  s.variant = variant;
   s.entriesPerToken = entriesPerToken;
-  s.hiddenWidth = hiddenWidth;
-  s.tokensPerBlock = kTreeTokensPerBlock;
-  s.in = laneWalk(inWidth, elementType,
-                 elementType.isF32() ? kTreeInputVectorsPerStepF32
-                                     : kTreeInputVectorsPerStep16Bit);
+  s.hiddenWidth = shape.hiddenWidth;
+  s.in = laneWalk(shape.inWidth, elementType, kTreeInputVectorsPerStep);
   // Packed 16-bit values take half a register each.
   int64_t inputRegisters = s.in.vectorsPerStep * s.in.vectorWidth *
                            elementType.getIntOrFloatBitWidth() / 32;
   s.inputInRegisters = s.in.steps == 1 && inputRegisters <= kTreeInputRegisters;
 
-  int64_t outVectorWidth = vectorWidthFor(outWidth, elementType);
-  s.out = laneWalk(outWidth, elementType,
-                   std::min(kTreeOutputValuesAtOnce / outVectorWidth,
-                            kTreeUnrolledOutputLoads / entriesPerToken));
-  s.unrollEntries =
-      s.out.steps == 1 && entriesPerToken <= kTreeMaxUnrolledEntries;
-  if (!s.unrollEntries)
-    s.out = laneWalk(outWidth, elementType,
-                     kTreeOutputValuesPerStep / outVectorWidth);
+  int64_t outVectorWidth = vectorWidthFor(shape.outWidth, elementType);
+  s.unrollEntries = entriesPerToken <= kTreeMaxUnrolledEntries;
+  int64_t outPerStep = kTreeOutputValuesPerStep / outVectorWidth;
+  auto loadsBound = [&](int64_t loads) {
+    return s.unrollEntries ? std::min(outPerStep, loads / entriesPerToken)
+                           : outPerStep;
+  };
+  s.out = laneWalk(shape.outWidth, elementType,
+                   loadsBound(kTreeOneStepOutputLoads));
+  if (s.out.steps != 1)
+    s.out = laneWalk(shape.outWidth, elementType,
+                     loadsBound(kTreeLoopedOutputLoads));
   s.maxRegisters = kTreeRegisters;
+
+  if (variant == TreeStrategy::Variant::Latency) {
+    s.levelsPerStep = 2;
+    s.stagedLevels = 0;
+    s.tokensPerBlock = kTreeLatencyTokensPerBlock;
+    s.residentBlocks = false;
+    return s;
+  }
+  s.levelsPerStep = 1;
+  s.residentBlocks = true;
+  s.tokensPerBlock =
+      entriesPerToken * kTreeThroughputTokensPerBlock * kRecordBytes <=
+              kTreeEntryBytes
+          ? kTreeThroughputTokensPerBlock
+          : kTreeLatencyTokensPerBlock;
+  s.stagedLevels = levelsToStage(
+      shape, kTreeSharedBytes - entriesPerToken * s.tokensPerBlock * kRecordBytes);
   return s;
 }

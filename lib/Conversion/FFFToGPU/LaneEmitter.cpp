@@ -39,6 +39,28 @@ Value LaneEmitter::groupSum(function_ref<Value(Value lane)> partialOf) {
   return onGPU() ? gpuGroupSum(partialOf(gpuLane)) : twinGroupSum(partialOf);
 }
 
+SmallVector<Value> LaneEmitter::groupSums(
+    int64_t count, function_ref<SmallVector<Value>(Value lane)> partialsOf) {
+  SmallVector<Value> sums;
+  if (!onGPU()) {
+    for (int64_t i = 0; i < count; ++i)
+      sums.push_back(twinGroupSum([&](Value lane) { return partialsOf(lane)[i]; }));
+    return sums;
+  }
+  sums = partialsOf(gpuLane);
+  if (lanes != kWarpSize) {
+    for (Value &sum : sums)
+      sum = gpuGroupSum(sum);
+    return sums;
+  }
+  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2)
+    for (Value &sum : sums)
+      sum = add(sum, gpu::ShuffleOp::create(b, sum, offset, kWarpSize,
+                                            gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
+  return sums;
+}
+
 Value LaneEmitter::gpuWarpSum(Value value) {
   for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
     Value other = gpu::ShuffleOp::create(b, value, offset, kWarpSize,

@@ -55,6 +55,13 @@ protected:
   /// every lane. On the GPU every lane gets bitwise the same value: each
   /// butterfly step adds the same two operands in every lane of a pair.
   mlir::Value groupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
+  /// `count` group sums at once, of the partials `partialsOf(lane)` returns.
+  /// On the GPU all partials are computed first and the warp butterflies
+  /// interleave, so that their loads and shuffles overlap.
+  llvm::SmallVector<mlir::Value>
+  groupSums(int64_t count,
+            llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value lane)>
+                partialsOf);
 
   //===--- Small builders -------------------------------------------------===//
 

@@ -27,6 +27,7 @@
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -67,25 +68,44 @@ public:
                     const TreeProblem &problem)
       : LaneEmitter(b, kWarpSize), s(strategy), p(problem) {}
 
-  /// The kernel body; `coefficients` (f32) and `visited` (i32) are the
-  /// block's [tokens per block, entries] records in shared memory.
-  void emitGPU(Value threadId, Value blockId, Value coefficients,
-               Value visited) {
+  /// The kernel body. `shared` holds the block's records, [tokens per
+  /// block, entries] coefficients (f32) and rows (i32), then its staged
+  /// input and output rows, if any.
+  void emitGPU(Value threadId, Value blockId, Value blocks,
+               ArrayRef<BlockArgument> shared) {
     Value warpSize = index(kWarpSize);
     useGPULanes(arith::RemUIOp::create(b, threadId, warpSize));
     Value warp = arith::DivUIOp::create(b, threadId, warpSize);
-    token = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, blockId, index(s.tokensPerBlock)), warp);
-    records = {coefficients, visited};
+    records = {shared[0], shared[1]};
     recordPrefix = {warp};
     prepare();
-    // Whole warps skip a token past the end, so no shuffle loses its lanes.
+    if (s.stagedLevels) {
+      stagedInput = shared[2];
+      stagedOutput = shared[3];
+      stageRows(threadId);
+      gpu::BarrierOp::create(b);
+    }
+    Value first = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, blockId, index(s.tokensPerBlock)), warp);
+    // Whole warps skip tokens past the end, so no shuffle loses its lanes.
+    if (s.residentBlocks) {
+      Value stride =
+          arith::MulIOp::create(b, blocks, index(s.tokensPerBlock));
+      auto tokens = kernelLoop(first, p.rows, stride);
+      inside(tokens.getRegion(), [&] {
+        token = tokens.getInductionVar();
+        emitToken();
+      });
+      return;
+    }
+    token = first;
     Value inRange =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, token, p.rows);
     inside(scf::IfOp::create(b, inRange).getThenRegion(), [&] { emitToken(); });
   }
 
-  /// The CPU twin: every token in turn. Returns the loop.
+  /// The CPU twin: every token in turn, after staging rows as one block
+  /// would. Returns the loop over tokens.
   Operation *emitCPUTwin() {
     useTwinLanes();
     records = {
@@ -94,7 +114,21 @@ public:
         memref::AllocaOp::create(
             b, MemRefType::get({s.entriesPerToken}, b.getI32Type()))};
     prepare();
-    auto tokens = scf::ForOp::create(b, index(0), p.rows, index(1));
+    if (s.stagedLevels) {
+      // Aligned like shared memory, for the kernel's 16-byte accesses.
+      auto hostBuffer = [&](MemRefType type) {
+        return memref::AllocaOp::create(
+            b, MemRefType::get(type.getShape(), type.getElementType()),
+            b.getI64IntegerAttr(16));
+      };
+      auto [inType, outType] = stagedTypes(b.getContext());
+      stagedInput = hostBuffer(inType);
+      stagedOutput = hostBuffer(outType);
+      auto threads = kernelLoop(index(0),
+                                        index(s.threadsPerBlock()), index(1));
+      inside(threads.getRegion(), [&] { stageRows(threads.getInductionVar()); });
+    }
+    auto tokens = kernelLoop(index(0), p.rows, index(1));
     inside(tokens.getRegion(), [&] {
       token = tokens.getInductionVar();
       emitToken();
@@ -102,10 +136,78 @@ public:
     return tokens;
   }
 
+  /// The shared-memory buffers of the staged rows: [trees * S, Din] and
+  /// [trees * S, Dout] of the element type.
+  std::pair<MemRefType, MemRefType> stagedTypes(MLIRContext *context) const {
+    int64_t rows = p.trees * s.stagedNodesPerTree();
+    return {workgroupBufferType({rows, *p.staticInWidth}, p.elementType),
+            workgroupBufferType({rows, *p.staticOutWidth}, p.elementType)};
+  }
+
 private:
+  /// A loop of the kernel. On the GPU neither LLVM nor ptxas may unroll it:
+  /// the strategy already unrolled what it wants in flight at once, and
+  /// ptxas unrolling the rest (the recorded rows, the steps over a wide
+  /// row) runs out of registers and spills.
+  scf::ForOp kernelLoop(Value lower, Value upper, Value step,
+                        ValueRange inits = {}) {
+    auto forOp = scf::ForOp::create(b, lower, upper, step, inits);
+    if (!onGPU())
+      return forOp;
+    // SCF-to-CF moves the annotation onto the loop's back edge, and LLVM's
+    // NVPTX backend turns llvm.loop.unroll.disable into .pragma "nounroll".
+    MLIRContext *context = b.getContext();
+    auto noUnroll = LLVM::LoopUnrollAttr::get(
+        context, /*disable=*/b.getBoolAttr(true), /*count=*/{},
+        /*runtimeDisable=*/{}, /*full=*/{}, /*followupUnrolled=*/{},
+        /*followupRemainder=*/{}, /*followupAll=*/{});
+    forOp->setAttr("loop_annotation",
+                   LLVM::LoopAnnotationAttr::get(
+                       context, /*disableNonforced=*/{}, /*vectorize=*/{},
+                       /*interleave=*/{}, noUnroll, /*unrollAndJam=*/{},
+                       /*licm=*/{}, /*distribute=*/{}, /*pipeline=*/{},
+                       /*peeled=*/{}, /*unswitch=*/{}, /*mustProgress=*/{},
+                       /*isVectorized=*/{}, /*startLoc=*/{}, /*endLoc=*/{},
+                       /*parallelAccesses=*/{}));
+    return forOp;
+  }
+
   void prepare() {
     inVectors = arith::DivUIOp::create(b, p.inWidth, index(s.in.vectorWidth));
     outVectors = arith::DivUIOp::create(b, p.outWidth, index(s.out.vectorWidth));
+  }
+
+  /// This thread's share of copying the staged rows (the top levels of
+  /// each tree, input and output) into shared memory: vectors thread,
+  /// thread + block size, ..., so that each warp copies contiguous spans.
+  void stageRows(Value thread) {
+    int64_t stagedRows = p.trees * s.stagedNodesPerTree();
+    auto copy = [&](Value from, Value to, int64_t rowWidth, int64_t width) {
+      int64_t vectorsPerRow = rowWidth / width;
+      auto loop = kernelLoop(thread,
+                                     index(stagedRows * vectorsPerRow),
+                                     index(s.threadsPerBlock()));
+      inside(loop.getRegion(), [&] {
+        Value v = loop.getInductionVar();
+        Value stagedRow = arith::DivUIOp::create(b, v, index(vectorsPerRow));
+        Value col = column(arith::RemUIOp::create(b, v, index(vectorsPerRow)),
+                           width);
+        Value tree =
+            arith::DivUIOp::create(b, stagedRow, index(s.stagedNodesPerTree()));
+        Value node =
+            arith::RemUIOp::create(b, stagedRow, index(s.stagedNodesPerTree()));
+        Value row = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, tree, index(p.nodesPerTree)), node);
+        auto type = VectorType::get({width}, p.elementType);
+        llvm::MaybeAlign alignment = vectorAlignment(p.elementType, width);
+        Value vector = vector::LoadOp::create(b, type, from, ValueRange{row, col},
+                                              /*nontemporal=*/false, alignment);
+        vector::StoreOp::create(b, vector, to, ValueRange{stagedRow, col},
+                                /*nontemporal=*/false, alignment);
+      });
+    };
+    copy(p.routeWeights, stagedInput, *p.staticInWidth, s.in.vectorWidth);
+    copy(p.outWeights, stagedOutput, *p.staticOutWidth, s.out.vectorWidth);
   }
 
   //===--- Loads --------------------------------------------------------===//
@@ -187,7 +289,7 @@ private:
                       ? index(*walk.steps)
                       : arith::CeilDivUIOp::create(
                             b, vectors, index(kWarpSize * walk.vectorsPerStep));
-    auto loop = scf::ForOp::create(b, index(0), steps, index(1), inits);
+    auto loop = kernelLoop(index(0), steps, index(1), inits);
     inside(loop.getRegion(), [&] {
       Value first = arith::MulIOp::create(b, loop.getInductionVar(),
                                           index(walk.vectorsPerStep));
@@ -223,15 +325,6 @@ private:
     return width ? std::optional(*width / vectorWidth) : std::nullopt;
   }
 
-  /// dot(x[token], routeWeights[row]) + routeBias[row], in every lane.
-  Value routeLogit(Value row) {
-    Value logit = groupSum(
-        [&](Value lane) { return dotPartial(lane, p.routeWeights, row); });
-    if (p.routeBias)
-      logit = add(logit, widen(memref::LoadOp::create(b, p.routeBias, row)));
-    return logit;
-  }
-
   /// 2 * node + 1 + (goRight ? 1 : 0).
   Value child(Value node, Value goRight) {
     Value right = arith::IndexCastOp::create(
@@ -254,54 +347,137 @@ private:
         indices);
   }
 
-  /// tree_ffn: every tree's walk, each visited neuron recorded with act(l).
+  /// One tree's walk: where its rows are, and what happens at each node.
+  struct TreeWalk {
+    Value treeBase;   // the tree's first row of routeWeights
+    Value stagedBase; // ... and of the staged rows (null without staging)
+    Value firstEntry; // the tree's first record (null: no records)
+    arith::CmpFPredicate goRight;
+  };
+
+  /// The logits of `nodes` of one tree, in every lane, computed together.
+  SmallVector<Value> nodeLogits(const TreeWalk &walk, ArrayRef<Value> nodes,
+                                bool staged) {
+    SmallVector<Value> rows;
+    for (Value node : nodes)
+      rows.push_back(arith::AddIOp::create(
+          b, staged ? walk.stagedBase : walk.treeBase, node));
+    Value weights = staged ? stagedInput : p.routeWeights;
+    SmallVector<Value> logits =
+        groupSums(nodes.size(), [&](Value lane) {
+          SmallVector<Value> partials;
+          for (Value row : rows)
+            partials.push_back(dotPartial(lane, weights, row));
+          return partials;
+        });
+    if (p.routeBias)
+      for (auto [logit, node] : llvm::zip(logits, nodes))
+        logit = add(logit, widen(memref::LoadOp::create(
+                               b, p.routeBias,
+                               ValueRange{arith::AddIOp::create(
+                                   b, walk.treeBase, node)})));
+    return logits;
+  }
+
+  /// Records `node` (tree_ffn) at `level` with act(logit).
+  void visit(const TreeWalk &walk, Value level, Value node, Value logit) {
+    if (!walk.firstEntry)
+      return;
+    record(arith::AddIOp::create(b, walk.firstEntry, level),
+           arith::AddIOp::create(b, walk.treeBase, node),
+           buildActivation(b, b.getLoc(), p.activation, logit));
+  }
+
+  Value goesRight(const TreeWalk &walk, Value logit) {
+    return arith::CmpFOp::create(b, walk.goRight, logit, f32(0.0));
+  }
+
+  /// Walks levels [first, last) from `node`, `s.levelsPerStep` levels a
+  /// step; returns the node below the last level. With two levels a step,
+  /// the node's and both children's rows are loaded and summed together,
+  /// and the children's logits are picked after the node's decision.
+  Value walkLevels(const TreeWalk &walk, int64_t first, int64_t last,
+                   Value node, bool staged) {
+    int64_t pairs = s.levelsPerStep == 2 ? (last - first) / 2 : 0;
+    auto steps = [&](int64_t begin, int64_t count, int64_t levelsPerStep,
+                     Value from,
+                     function_ref<Value(Value level, Value node)> step) {
+      if (count == 0)
+        return from;
+      auto loop = kernelLoop(index(0), index(count), index(1),
+                                     ValueRange{from});
+      inside(loop.getRegion(), [&] {
+        Value level = arith::AddIOp::create(
+            b, index(begin),
+            arith::MulIOp::create(b, loop.getInductionVar(),
+                                  index(levelsPerStep)));
+        scf::YieldOp::create(b, step(level, loop.getRegionIterArg(0)));
+      });
+      return Value(loop.getResult(0));
+    };
+    node = steps(first, pairs, 2, node, [&](Value level, Value node) {
+      Value left = child(node, arith::ConstantIntOp::create(b, 0, 1));
+      Value right = arith::AddIOp::create(b, left, index(1));
+      SmallVector<Value> logits = nodeLogits(walk, {node, left, right}, staged);
+      Value right0 = goesRight(walk, logits[0]);
+      Value next = arith::SelectOp::create(b, right0, right, left);
+      Value nextLogit = arith::SelectOp::create(b, right0, logits[2], logits[1]);
+      visit(walk, level, node, logits[0]);
+      visit(walk, arith::AddIOp::create(b, level, index(1)), next, nextLogit);
+      return child(next, goesRight(walk, nextLogit));
+    });
+    return steps(first + 2 * pairs, last - first - 2 * pairs, 1, node,
+                 [&](Value level, Value node) {
+                   Value logit = nodeLogits(walk, {node}, staged)[0];
+                   visit(walk, level, node, logit);
+                   return child(node, goesRight(walk, logit));
+                 });
+  }
+
+  /// tree_ffn: every tree's walk, each visited neuron recorded with act(l);
+  /// the staged top levels read their rows from shared memory. Exactly zero
+  /// goes left.
   void routeTrees() {
-    auto trees = scf::ForOp::create(b, index(0), index(p.trees), index(1));
+    auto trees = kernelLoop(index(0), index(p.trees), index(1));
     inside(trees.getRegion(), [&] {
       Value tree = trees.getInductionVar();
-      Value treeBase = arith::MulIOp::create(b, tree, index(p.nodesPerTree));
-      Value firstEntry = arith::MulIOp::create(b, tree, index(p.levels));
-      auto levels = scf::ForOp::create(b, index(0), index(p.levels), index(1),
-                                       ValueRange{index(0)});
-      inside(levels.getRegion(), [&] {
-        Value node = levels.getRegionIterArg(0);
-        Value row = arith::AddIOp::create(b, treeBase, node);
-        Value logit = routeLogit(row);
-        record(arith::AddIOp::create(b, firstEntry, levels.getInductionVar()),
-               row, buildActivation(b, b.getLoc(), p.activation, logit));
-        // Exactly zero goes left.
-        Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
-                                              logit, f32(0.0));
-        scf::YieldOp::create(b, child(node, goRight));
-      });
+      TreeWalk walk;
+      walk.treeBase = arith::MulIOp::create(b, tree, index(p.nodesPerTree));
+      if (s.stagedLevels)
+        walk.stagedBase =
+            arith::MulIOp::create(b, tree, index(s.stagedNodesPerTree()));
+      walk.firstEntry = arith::MulIOp::create(b, tree, index(p.levels));
+      walk.goRight = arith::CmpFPredicate::OGT;
+      Value node = walkLevels(walk, 0, s.stagedLevels, index(0), /*staged=*/true);
+      walkLevels(walk, s.stagedLevels, p.levels, node, /*staged=*/false);
     });
   }
 
   /// leaf_tree_ffn: the routing walk, then the leaf's hidden layer, each
-  /// hidden unit recorded with act(hidden) against its row of w2.
+  /// hidden unit recorded with act(hidden) against its row of w2. Zero goes
+  /// right here (s >= 0), as in the original FFF code.
   void routeToLeafAndHidden() {
-    auto levels = scf::ForOp::create(b, index(0), index(p.levels), index(1),
-                                     ValueRange{index(0)});
-    inside(levels.getRegion(), [&] {
-      Value node = levels.getRegionIterArg(0);
-      // Zero goes right here (s >= 0), as in the original FFF code.
-      Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
-                                            routeLogit(node), f32(0.0));
-      scf::YieldOp::create(b, child(node, goRight));
-    });
-    leaf = arith::SubIOp::create(b, levels.getResult(0), index(p.nodesPerTree));
+    TreeWalk walk;
+    walk.treeBase = index(0);
+    walk.goRight = arith::CmpFPredicate::OGE;
+    Value node = walkLevels(walk, 0, p.levels, index(0), /*staged=*/false);
+    leaf = arith::SubIOp::create(b, node, index(p.nodesPerTree));
 
     Value gpuHidden = onGPU() ? hiddenPartials(gpuLane) : Value();
+    SmallVector<Value> hidden = groupSums(p.hiddenWidth, [&](Value lane) {
+      Value partials = gpuHidden ? gpuHidden : hiddenPartials(lane);
+      SmallVector<Value> units;
+      for (int64_t unit = 0; unit < p.hiddenWidth; ++unit)
+        units.push_back(
+            vector::ExtractOp::create(b, partials, ArrayRef<int64_t>{unit}));
+      return units;
+    });
     Value firstRow = arith::MulIOp::create(b, leaf, index(p.hiddenWidth));
-    for (int64_t unit = 0; unit < p.hiddenWidth; ++unit) {
-      Value hidden = groupSum([&](Value lane) {
-        Value partials = gpuHidden ? gpuHidden : hiddenPartials(lane);
-        return vector::ExtractOp::create(b, partials, ArrayRef<int64_t>{unit});
-      });
-      hidden = add(hidden, widen(memref::LoadOp::create(
-                               b, p.hiddenBias, ValueRange{leaf, index(unit)})));
+    for (auto [unit, sum] : llvm::enumerate(hidden)) {
+      Value biased = add(sum, widen(memref::LoadOp::create(
+                                  b, p.hiddenBias, ValueRange{leaf, index(unit)})));
       record(index(unit), arith::AddIOp::create(b, firstRow, index(unit)),
-             buildActivation(b, b.getLoc(), p.activation, hidden));
+             buildActivation(b, b.getLoc(), p.activation, biased));
     }
   }
 
@@ -310,7 +486,7 @@ private:
   /// contiguous values; a warp reads 32 consecutive rows).
   Value hiddenPartials(Value lane) {
     Value firstRow = arith::MulIOp::create(b, leaf, p.inWidth);
-    auto loop = scf::ForOp::create(b, lane, p.inWidth, index(kWarpSize),
+    auto loop = kernelLoop(lane, p.inWidth, index(kWarpSize),
                                    ValueRange{zeros(p.hiddenWidth)});
     inside(loop.getRegion(), [&] {
       Value d = loop.getInductionVar();
@@ -336,6 +512,48 @@ private:
     return {coefficient, row};
   }
 
+  /// Output row `row` (recorded as entry `entry`, static when unrolled) at
+  /// `columns`, widened: from the staged rows when its level is staged,
+  /// which a static entry tells at compile time.
+  SmallVector<Value> outputRow(Value entry, std::optional<int64_t> staticEntry,
+                               Value row, ArrayRef<Value> columns) {
+    int64_t width = s.out.vectorWidth;
+    auto load = [&](Value buffer, Value at) {
+      SmallVector<Value> vectors;
+      for (Value col : columns)
+        vectors.push_back(loadVector(buffer, at, col, width));
+      return vectors;
+    };
+    if (!s.stagedLevels)
+      return load(p.outWeights, row);
+    // Tree k's staged rows start at k * S instead of k * N.
+    auto stagedRow = [&](Value tree) {
+      return arith::SubIOp::create(
+          b, row,
+          arith::MulIOp::create(
+              b, tree, index(p.nodesPerTree - s.stagedNodesPerTree())));
+    };
+    if (staticEntry) {
+      if (*staticEntry % p.levels >= s.stagedLevels)
+        return load(p.outWeights, row);
+      return load(stagedOutput, stagedRow(index(*staticEntry / p.levels)));
+    }
+    Value level = arith::RemUIOp::create(b, entry, index(p.levels));
+    Value staged = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, level,
+                                         index(s.stagedLevels));
+    SmallVector<Type> types(columns.size(),
+                            VectorType::get({width}, b.getF32Type()));
+    auto source = scf::IfOp::create(b, types, staged, /*addThenBlock=*/true,
+                                    /*addElseBlock=*/true);
+    inside(source.getThenRegion(), [&] {
+      Value tree = arith::DivUIOp::create(b, entry, index(p.levels));
+      scf::YieldOp::create(b, load(stagedOutput, stagedRow(tree)));
+    });
+    inside(source.getElseRegion(),
+           [&] { scf::YieldOp::create(b, load(p.outWeights, row)); });
+    return llvm::to_vector_of<Value>(source.getResults());
+  }
+
   /// y[token] at `vectors`: the bias plus every recorded row times its
   /// coefficient, summed in f32 registers, each vector stored once. All the
   /// vectors' loads of an entry are independent, and so are the entries'
@@ -350,23 +568,25 @@ private:
       accs.push_back(p.outBias ? loadVector(p.outBias, leaf, columns.back(), width)
                                : zeros(width));
     }
-    auto accumulate = [&](Value entry, ValueRange in) {
+    auto accumulate = [&](Value entry, std::optional<int64_t> staticEntry,
+                          ValueRange in) {
       auto [coefficient, row] = loadRecord(entry);
       Value coefficients = vector::BroadcastOp::create(b, f32Vector, coefficient);
       SmallVector<Value> out;
-      for (auto [col, acc] : llvm::zip(columns, in))
-        out.push_back(fma(coefficients, loadVector(p.outWeights, row, col, width),
-                          acc));
+      for (auto [weights, acc] :
+           llvm::zip(outputRow(entry, staticEntry, row, columns), in))
+        out.push_back(fma(coefficients, weights, acc));
       return out;
     };
     if (s.unrollEntries) {
       for (int64_t e = 0; e < s.entriesPerToken; ++e)
-        accs = accumulate(index(e), accs);
+        accs = accumulate(index(e), e, accs);
     } else {
-      auto entries = scf::ForOp::create(b, index(0), index(s.entriesPerToken),
+      auto entries = kernelLoop(index(0), index(s.entriesPerToken),
                                         index(1), accs);
       inside(entries.getRegion(), [&] {
         scf::YieldOp::create(b, accumulate(entries.getInductionVar(),
+                                           std::nullopt,
                                            entries.getRegionIterArgs()));
       });
       accs = llvm::to_vector_of<Value>(entries.getResults());
@@ -422,6 +642,8 @@ private:
   Value token, inVectors, outVectors;
   /// leaf_tree_ffn's leaf, once routed (null for tree_ffn).
   Value leaf;
+  /// The staged rows (null without staging).
+  Value stagedInput, stagedOutput;
   /// This token's records (coefficients, rows) and the indices before the
   /// entry index: the warp on the GPU, none in the twin.
   std::array<Value, 2> records;
@@ -443,19 +665,24 @@ std::optional<int64_t> staticDim(Value tensor, int64_t dim) {
   return ShapedType::isDynamic(size) ? std::nullopt : std::optional(size);
 }
 
-/// The strategy for `op`, or failure with the reason in `whyNot`.
-FailureOr<TreeStrategy> strategyFor(Operation *op, std::string &whyNot) {
+/// The static shape of `op` the strategies depend on, or failure with the
+/// reason in `whyNot`.
+FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
+  TreeShape shape;
+  Value input = op->getOperand(0);
+  shape.inWidth = staticDim(input, 1);
+  shape.elementType = getElementTypeOrSelf(input.getType());
   if (auto tree = dyn_cast<TreeFFNOp>(op)) {
     std::optional<int64_t> trees = staticDim(tree.getWIn(), 0);
     if (!trees) {
       whyNot = "a dynamic number of trees";
       return failure();
     }
-    return selectTreeStrategy(staticDim(tree.getInput(), 1),
-                              staticDim(tree.getWOut(), 2),
-                              getElementTypeOrSelf(tree.getInput().getType()),
-                              *trees * (tree.getDepth() + 1),
-                              /*hiddenWidth=*/0, whyNot);
+    shape.outWidth = staticDim(tree.getWOut(), 2);
+    shape.trees = *trees;
+    shape.levels = tree.getDepth() + 1;
+    shape.hiddenWidth = 0;
+    return shape;
   }
   auto leaf = cast<LeafTreeFFNOp>(op);
   std::optional<int64_t> width = staticDim(leaf.getW1(), 2);
@@ -463,10 +690,32 @@ FailureOr<TreeStrategy> strategyFor(Operation *op, std::string &whyNot) {
     whyNot = "a dynamic leaf width";
     return failure();
   }
-  return selectTreeStrategy(staticDim(leaf.getInput(), 1),
-                            staticDim(leaf.getW2(), 2),
-                            getElementTypeOrSelf(leaf.getInput().getType()),
-                            *width, *width, whyNot);
+  shape.outWidth = staticDim(leaf.getW2(), 2);
+  shape.trees = 1;
+  shape.levels = leaf.getDepth();
+  shape.hiddenWidth = *width;
+  return shape;
+}
+
+/// The strategies of the kernels `op` gets: the forced variant's, or both
+/// (latency first).
+FailureOr<SmallVector<TreeStrategy>>
+strategiesFor(Operation *op, std::optional<TreeStrategy::Variant> forced,
+              std::string &whyNot) {
+  FailureOr<TreeShape> shape = shapeOf(op, whyNot);
+  if (failed(shape))
+    return failure();
+  SmallVector<TreeStrategy> strategies;
+  for (auto variant :
+       {TreeStrategy::Variant::Latency, TreeStrategy::Variant::Throughput}) {
+    if (forced && variant != *forced)
+      continue;
+    FailureOr<TreeStrategy> strategy = selectTreeStrategy(*shape, variant, whyNot);
+    if (failed(strategy))
+      return failure();
+    strategies.push_back(*strategy);
+  }
+  return strategies;
 }
 
 /// Rows of a [n, m, width] weight tensor, as an [n * m, width] buffer.
@@ -486,8 +735,9 @@ Value asIs(ImplicitLocOpBuilder &b, Value tensor) {
   return collapsedBuffer(b, tensor, identity);
 }
 
-/// Builds the kernel for `host` and launches it, or emits the twin.
-void emitTreeKernel(ConversionPatternRewriter &rewriter, Operation *op,
+/// Builds the kernel for `host` with `strategy` and launches it, or emits
+/// its twin.
+void emitTreeKernel(RewriterBase &rewriter, Operation *op,
                     const TreeStrategy &strategy, const TreeProblem &host,
                     bool cpuTwin) {
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
@@ -511,7 +761,7 @@ void emitTreeKernel(ConversionPatternRewriter &rewriter, Operation *op,
       operands.push_back(*field);
     }
 
-  // e.g. tree_ffn_bf16_768x768_depth11_warp_per_token.
+  // e.g. tree_ffn_bf16_768x768_depth11_latency.
   KernelSpec spec;
   llvm::raw_string_ostream os(spec.name);
   auto size = [&](std::optional<int64_t> width) {
@@ -527,7 +777,7 @@ void emitTreeKernel(ConversionPatternRewriter &rewriter, Operation *op,
   os << "_depth" << cast<IntegerAttr>(op->getAttr("depth")).getInt();
   if (host.trees > 1)
     os << "_trees" << host.trees;
-  os << "_warp_per_token";
+  os << "_" << TreeStrategy::variantName(strategy.variant);
   spec.threadsPerBlock = strategy.threadsPerBlock();
   spec.maxRegisters = strategy.maxRegisters;
   spec.strategy = strategy.toAttr(rewriter.getContext());
@@ -535,6 +785,11 @@ void emitTreeKernel(ConversionPatternRewriter &rewriter, Operation *op,
                                    strategy.entriesPerToken};
   spec.workgroupBuffers = {workgroupBufferType(recordShape, b.getF32Type()),
                            workgroupBufferType(recordShape, b.getI32Type())};
+  TreeKernelEmitter hostEmitter(b, strategy, host);
+  if (strategy.stagedLevels) {
+    auto [input, output] = hostEmitter.stagedTypes(b.getContext());
+    spec.workgroupBuffers.append({input, output});
+  }
   gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
   for (auto [field, arg] : llvm::zip(present, kernel.getArguments()))
     *field = arg;
@@ -542,16 +797,39 @@ void emitTreeKernel(ConversionPatternRewriter &rewriter, Operation *op,
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&kernel.front());
     ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
-    ArrayRef<BlockArgument> shared = kernel.getWorkgroupAttributions();
     TreeKernelEmitter(kb, strategy, inKernel)
         .emitGPU(gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
-                 gpu::BlockIdOp::create(kb, gpu::Dimension::x), shared[0],
-                 shared[1]);
+                 gpu::BlockIdOp::create(kb, gpu::Dimension::x),
+                 gpu::GridDimOp::create(kb, gpu::Dimension::x),
+                 kernel.getWorkgroupAttributions());
     gpu::ReturnOp::create(kb);
   }
   Value blocks = arith::CeilDivUIOp::create(
       b, host.rows, arith::ConstantIndexOp::create(b, strategy.tokensPerBlock));
+  if (strategy.residentBlocks)
+    blocks = arith::MinUIOp::create(
+        b, blocks, arith::ConstantIndexOp::create(b, kTreeResidentBlocks));
   launchKernel(b, kernel, blocks, strategy.threadsPerBlock(), operands);
+}
+
+/// Emits `strategies`' kernels (or twins); with two, the host runs the
+/// latency kernel for batches of up to kTreeLatencyBoundTokens and the
+/// throughput kernel for larger ones.
+void emitTreeKernels(RewriterBase &rewriter, Operation *op,
+                     ArrayRef<TreeStrategy> strategies,
+                     const TreeProblem &problem, bool cpuTwin) {
+  if (strategies.size() == 1)
+    return emitTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  Value small = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ule, problem.rows,
+      arith::ConstantIndexOp::create(b, kTreeLatencyBoundTokens));
+  auto choice = scf::IfOp::create(b, small, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
+  emitTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
+  rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
+  emitTreeKernel(rewriter, op, strategies[1], problem, cpuTwin);
 }
 
 /// Fills the parts every tree problem has and allocates the output.
@@ -612,38 +890,50 @@ Value describe(ImplicitLocOpBuilder &b, LeafTreeFFNOp op,
 
 template <typename Op>
 struct TreeToGPUPattern : OpConversionPattern<Op> {
-  TreeToGPUPattern(MLIRContext *context, bool cpuTwin)
-      : OpConversionPattern<Op>(context), cpuTwin(cpuTwin) {}
+  TreeToGPUPattern(MLIRContext *context, bool cpuTwin,
+                   std::optional<TreeStrategy::Variant> variant)
+      : OpConversionPattern<Op>(context), cpuTwin(cpuTwin), variant(variant) {}
 
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     std::string whyNot;
-    FailureOr<TreeStrategy> strategy = strategyFor(op, whyNot);
-    if (failed(strategy))
+    FailureOr<SmallVector<TreeStrategy>> strategies =
+        strategiesFor(op, variant, whyNot);
+    if (failed(strategies))
       return rewriter.notifyMatchFailure(op, whyNot);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TreeProblem problem;
     Value output = describe(b, op, adaptor, problem);
-    emitTreeKernel(rewriter, op, *strategy, problem, cpuTwin);
+    emitTreeKernels(rewriter, op, *strategies, problem, cpuTwin);
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
         op, op.getType(), output, /*restrict=*/true, /*writable=*/true);
     return success();
   }
 
   bool cpuTwin;
+  std::optional<TreeStrategy::Variant> variant;
 };
 
 } // namespace
 
 std::string fff::whyTreeOpHasNoGPUKernel(Operation *op) {
   std::string whyNot;
-  (void)strategyFor(op, whyNot);
+  (void)strategiesFor(op, std::nullopt, whyNot);
   return whyNot;
 }
 
-void fff::populateTreeOpsToGPUPatterns(RewritePatternSet &patterns,
-                                       bool cpuTwin) {
+LogicalResult fff::populateTreeOpsToGPUPatterns(RewritePatternSet &patterns,
+                                                bool cpuTwin,
+                                                StringRef treeVariant) {
+  std::optional<TreeStrategy::Variant> variant;
+  if (treeVariant == "latency")
+    variant = TreeStrategy::Variant::Latency;
+  else if (treeVariant == "throughput")
+    variant = TreeStrategy::Variant::Throughput;
+  else if (treeVariant != "auto")
+    return failure();
   patterns.add<TreeToGPUPattern<TreeFFNOp>, TreeToGPUPattern<LeafTreeFFNOp>>(
-      patterns.getContext(), cpuTwin);
+      patterns.getContext(), cpuTwin, variant);
+  return success();
 }

@@ -3,6 +3,9 @@
 #ifndef FFF_LIB_CONVERSION_FFFTOGPU_TREEFFNTOGPU_H
 #define FFF_LIB_CONVERSION_FFFTOGPU_TREEFFNTOGPU_H
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/LogicalResult.h"
+
 #include <string>
 
 namespace mlir {
@@ -12,10 +15,13 @@ class RewritePatternSet;
 
 namespace fff {
 
-/// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to one kernel launch
-/// each (or, with `cpuTwin`, to the kernel's CPU twin).
-void populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns,
-                                  bool cpuTwin);
+/// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to their kernels'
+/// launches (or, with `cpuTwin`, to the kernels' CPU twins): both variants,
+/// chosen by batch size, for `treeVariant` "auto"; only the one named by
+/// "latency" or "throughput". Fails for any other `treeVariant`.
+llvm::LogicalResult populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns,
+                                                 bool cpuTwin,
+                                                 llvm::StringRef treeVariant);
 
 /// Why the tree op `op` has no GPU kernel, or "" when it has one.
 std::string whyTreeOpHasNoGPUKernel(mlir::Operation *op);

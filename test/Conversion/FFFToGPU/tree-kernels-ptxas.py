@@ -2,7 +2,7 @@
 # and leaf_tree_ffn, over f32/f16/bf16, widths 1 .. 8192 with tails, depths
 # 0 .. 20, several trees, every activation, with and without biases:
 #   - ptxas accepts every kernel for sm_90;
-#   - one .entry per op;
+#   - two .entry per op: its latency and throughput kernels;
 #   - each level reduces with shfl.sync.bfly;
 #   - rows whose width allows 16-byte vectors use 128-bit ld.global and
 #     st.global;
@@ -11,7 +11,8 @@
 #
 # REQUIRES: ptxas
 # RUN: %python %s fff-opt fff-translate %ptxas | FileCheck %s
-# CHECK: tree_ffn_bf16_768x768_depth11_warp_per_token {{.*}} no spills
+# CHECK: tree_ffn_bf16_768x768_depth11_latency {{.*}} no spills
+# CHECK: tree_ffn_bf16_768x768_depth11_throughput {{.*}} no spills
 # CHECK: all {{[0-9]+}} checks passed
 
 import re
@@ -101,31 +102,33 @@ check(result.returncode == 0, f"ptxas rejected the module:\n{info}")
 resources = dict(re.findall(r"Compiling entry function '(\w+)' for 'sm_90'\n(.*?)(?=ptxas info    : Compiling|\Z)",
                             info, flags=re.S))
 bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n}\n", ptx, flags=re.S))
-check(ptx.count(".entry") == len(expected), f"{ptx.count('.entry')} .entry for {len(expected)} ops")
+check(ptx.count(".entry") == 2 * len(expected), f"{ptx.count('.entry')} .entry for {len(expected)} ops")
 check("__nv_" not in ptx, "a libdevice call in the PTX")
 
 seen = set()
 for prefix, dtype, din, dout in expected:
-    names = sorted(n for n in bodies if n.startswith(prefix) and n not in seen)
-    check(len(names) >= 1, f"{prefix}*: no kernel")
-    if not names:
-        continue
-    name = names[0]
-    seen.add(name)
-    kernel, report = bodies[name], resources.get(name, "")
-    check("shfl.sync.bfly" in kernel, f"{name}: no shfl.sync.bfly")
-    if din and din * BYTES[dtype] % 16 == 0:
-        check(re.search(r"ld\.global(\.nc)?\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit ld.global")
-    if dout * BYTES[dtype] % 16 == 0:
-        check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
-    spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    registers = re.search(r"Used (\d+) registers", report)
-    check(spills is not None, f"{name}: no resource report")
-    clean = spills is not None and spills.groups() == ("0", "0", "0")
-    if max(din or 0, dout) <= 4096:
-        check(clean, f"{name}: spills or stack: {report}")
-    print(f"{name:<60} {registers.group(1) if registers else '?':>3} registers  "
-          f"{'no spills' if clean else 'SPILLS'}")
+    for variant in ("latency", "throughput"):
+        names = sorted(n for n in bodies if n.startswith(prefix + variant) and n not in seen)
+        check(len(names) >= 1, f"{prefix}{variant}*: no kernel")
+        if not names:
+            continue
+        name = names[0]
+        seen.add(name)
+        kernel, report = bodies[name], resources.get(name, "")
+        check("shfl.sync.bfly" in kernel, f"{name}: no shfl.sync.bfly")
+        if din and din * BYTES[dtype] % 16 == 0:
+            check(re.search(r"ld\.global(\.nc)?\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit ld.global")
+        if dout * BYTES[dtype] % 16 == 0:
+            check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
+        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
+        registers = re.search(r"Used (\d+) registers", report)
+        smem = re.search(r"(\d+) bytes smem", report)
+        check(spills is not None, f"{name}: no resource report")
+        clean = spills is not None and spills.groups() == ("0", "0", "0")
+        if max(din or 0, dout) <= 4096:
+            check(clean, f"{name}: spills or stack: {report}")
+        print(f"{name:<62} {registers.group(1) if registers else '?':>3} registers "
+              f"{smem.group(1) if smem else 0:>6} bytes smem  {'no spills' if clean else 'SPILLS'}")
 
 if failures:
     sys.exit(f"{len(failures)} of {checks} checks failed:\n" + "\n".join(failures))

@@ -1,42 +1,88 @@
 // RUN: fff-opt %s --convert-fff-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: fff-opt %s --convert-fff-to-gpu=cpu-twin --split-input-file | FileCheck %s --check-prefix=TWIN
+// RUN: not fff-opt %s --convert-fff-to-gpu=tree-variant=fast --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-VARIANT
 
-// UltraFastBERT-1x11's layer: one warp per token, four tokens a block; the
-// launch is skipped for an empty batch. x stays in registers (3 vectors of
-// 8 x bf16 a lane, loaded once); each level loads the node's weight row with
-// 128-bit loads, sums it with a shuffle butterfly and records the row and
-// act(logit) in the warp's slice of shared memory. The output then sums the
-// 12 recorded rows per vector, unrolled, and stores each vector once.
+// BAD-VARIANT: error: unknown tree-variant 'fast'; expected auto, latency or throughput
+
+// UltraFastBERT-1x11's layer. Two kernels; the host runs the latency one
+// for batches of up to 2048 tokens and the throughput one, on at most 264
+// resident blocks, for larger batches. Empty batches launch nothing.
 // CHECK-LABEL: func @ultrafastbert_1x11
-// CHECK:         %[[ANY:.*]] = arith.cmpi ugt
-// CHECK:         scf.if %[[ANY]] {
-// CHECK:           gpu.launch_func @fff_kernels::@tree_ffn_bf16_768x768_depth11_warp_per_token blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}})
-// CHECK:       gpu.func @tree_ffn_bf16_768x768_depth11_warp_per_token
+// CHECK:         %[[SMALL:.*]] = arith.cmpi ule, %{{.*}}, %c2048
+// CHECK:         scf.if %[[SMALL]] {
+// CHECK:           arith.cmpi ugt
+// CHECK:           gpu.launch_func @fff_kernels::@tree_ffn_bf16_768x768_depth11_latency blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}})
+// CHECK:         } else {
+// CHECK:           arith.minui %{{.*}}, %c264
+// CHECK:           arith.cmpi ugt
+// CHECK:           gpu.launch_func @fff_kernels::@tree_ffn_bf16_768x768_depth11_throughput blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c256, %{{.*}}, %{{.*}})
+
+// The latency kernel: a warp per token, 4 a block. x stays in registers (3
+// vectors of 8 x bf16 a lane, loaded once). Each step of the walk loads the
+// node's and both children's rows with 128-bit loads (9 a lane), sums all
+// three with interleaved shuffle butterflies, picks the child's logit after
+// the node's decision, and records two rows with act(logit) (the erf in GELU
+// is a polynomial). The output sums the 12 recorded rows per vector,
+// unrolled, and stores each vector once. No loop is left for LLVM or ptxas
+// to unroll.
+// CHECK:       gpu.func @tree_ffn_bf16_768x768_depth11_latency
 // CHECK-SAME:    workgroup(%[[COEF:.*]] : memref<4x12xf32, #gpu.address_space<workgroup>>, %[[ROWS:.*]] : memref<4x12xi32, #gpu.address_space<workgroup>>)
-// CHECK-SAME:    fff.strategy = {entries_per_token = 12 : i64, in = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, input_in_registers = true, kind = "warp_per_token", max_registers = 128 : i64, out = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, tokens_per_block = 4 : i64, unroll_entries = true}
+// CHECK-SAME:    fff.strategy = {entries_per_token = 12 : i64, in = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, input_in_registers = true, kind = "warp_per_token", levels_per_step = 2 : i64, max_registers = 128 : i64, out = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, resident_blocks = false, staged_levels = 0 : i64, tokens_per_block = 4 : i64, unroll_entries = true, variant = "latency"}
 // CHECK-SAME:    known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 128 : i32
 // CHECK-COUNT-3: vector.load %arg0{{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
 // CHECK:         scf.for
-// CHECK:           scf.for {{.*}} to %c12
-// CHECK-COUNT-3:     vector.load %arg1{{.*}} {alignment = 16 : i64} : memref<4095x768xbf16>, vector<8xbf16>
-// CHECK-COUNT-5:     gpu.shuffle xor
-// CHECK:             memref.load %arg2
+// CHECK:           scf.for {{.*}} to %c6
+// CHECK-COUNT-9:     vector.load %arg1{{.*}} {alignment = 16 : i64} : memref<4095x768xbf16>, vector<8xbf16>
+// CHECK-COUNT-3:     gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK-COUNT-3:     gpu.shuffle xor %{{.*}}, %c8_i32
+// CHECK-COUNT-3:     memref.load %arg2
+// CHECK:             arith.cmpf ogt
+// CHECK:             arith.select
 // CHECK-NOT:         math.erf
 // CHECK:             memref.store %{{.*}}, %[[COEF]]
 // CHECK:             memref.store %{{.*}}, %[[ROWS]]
-// CHECK:             arith.cmpf ogt
+// CHECK:             memref.store %{{.*}}, %[[COEF]]
+// CHECK:             memref.store %{{.*}}, %[[ROWS]]
+// CHECK:           } {loop_annotation = #loop_annotation}
 // CHECK-COUNT-3: vector.load %arg4
 // CHECK-COUNT-36: vector.load %arg3
 // CHECK-NOT:     vector.load %arg3
 // CHECK-COUNT-3: vector.store %{{.*}}, %arg5{{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
 // CHECK-NOT:     vector.store
 // CHECK:         gpu.return
+
+// The throughput kernel: 8 warps a block, each looping over tokens. The
+// block first copies the top 4 levels' 15 input and output rows to shared
+// memory; the walk takes them from there, then the other 8 levels from
+// global memory, one level a step. The output reads the staged rows for
+// entries of the top levels.
+// CHECK:       gpu.func @tree_ffn_bf16_768x768_depth11_throughput
+// CHECK-SAME:    workgroup({{.*}} : memref<8x12xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<8x12xi32, #gpu.address_space<workgroup>>, %[[STAGED_IN:.*]] : memref<15x768xbf16, #gpu.address_space<workgroup>>, %[[STAGED_OUT:.*]] : memref<15x768xbf16, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    levels_per_step = 1 : i64
+// CHECK-SAME:    resident_blocks = true, staged_levels = 4 : i64, tokens_per_block = 8 : i64, unroll_entries = true, variant = "throughput"
+// CHECK:         scf.for %{{.*}} = %thread_id_x to %c1440 step %c256
+// CHECK:           vector.store %{{.*}}, %[[STAGED_IN]]
+// CHECK:         scf.for %{{.*}} = %thread_id_x to %c1440 step %c256
+// CHECK:           vector.store %{{.*}}, %[[STAGED_OUT]]
+// CHECK:         gpu.barrier
+// CHECK:         %[[STRIDE:.*]] = arith.muli %grid_dim_x, %c8
+// CHECK:         scf.for %[[TOKEN:.*]] = %{{.*}} to %{{.*}} step %[[STRIDE]]
+// CHECK:           scf.for {{.*}} to %c4
+// CHECK-COUNT-3:     vector.load %[[STAGED_IN]]
+// CHECK:           scf.for {{.*}} to %c8
+// CHECK-COUNT-3:     vector.load %arg1
+// CHECK-COUNT-12:  vector.load %[[STAGED_OUT]]
+// CHECK-COUNT-24:  vector.load %arg3
+// CHECK-COUNT-3:   vector.store %{{.*}}, %arg5[%[[TOKEN]]
 // TWIN-LABEL: func @ultrafastbert_1x11
 // TWIN-NOT:     gpu.launch_func
-// TWIN:         memref.alloca() : memref<12xf32>
-// TWIN:         memref.alloca() : memref<12xi32>
-// TWIN:         scf.for
-// TWIN:           arith.xori
+// TWIN:         scf.if
+// TWIN:           memref.alloca() : memref<12xf32>
+// TWIN:           memref.alloca() : memref<12xi32>
+// TWIN:           scf.for
+// TWIN:             arith.xori
+// TWIN:         } else {
+// TWIN:           memref.alloca() {alignment = 16 : i64} : memref<15x768xbf16>
 // TWIN-NOT:     math.erf
 func.func @ultrafastbert_1x11(%x: tensor<?x768xbf16>, %wi: tensor<1x4095x768xbf16>, %bi: tensor<1x4095xbf16>,
                               %wo: tensor<1x4095x768xbf16>, %bo: tensor<768xbf16>) -> tensor<?x768xbf16> {
@@ -47,23 +93,24 @@ func.func @ultrafastbert_1x11(%x: tensor<?x768xbf16>, %wi: tensor<1x4095x768xbf1
 
 // -----
 
-// Wide rows: a lane takes its input in 8 steps of 4 vectors (a loop), rereading
-// x from L1 at each level, and its output in 3 steps of 3 vectors with the
-// recorded rows as a loop; 250 output vectors do not fill the last step, so
-// its vectors are clamped and their stores masked.
-// CHECK-LABEL: gpu.func @tree_ffn_f32_4096x1000_depth4_warp_per_token
-// CHECK-SAME:    in = {steps = 8 : i64, vector_width = 4 : i64, vectors_per_step = 4 : i64}, input_in_registers = false
+// Wide rows: a lane takes its input in 4 steps of 8 vectors (a loop),
+// rereading x from L1 at each level, and its output in 3 steps of 3
+// vectors; 250 output vectors do not fill the last step, so its vectors are
+// clamped and their stores masked. Too wide to stage.
+// CHECK-LABEL: gpu.func @tree_ffn_f32_4096x1000_depth4_latency
+// CHECK-SAME:    in = {steps = 4 : i64, vector_width = 4 : i64, vectors_per_step = 8 : i64}, input_in_registers = false
 // CHECK-SAME:    out = {steps = 3 : i64, vector_width = 4 : i64, vectors_per_step = 3 : i64}
-// CHECK-SAME:    unroll_entries = false
-// CHECK:         scf.for {{.*}} to %c8 {{.*}} -> (vector<4xf32>)
-// CHECK-COUNT-8:   vector.load
+// CHECK:         scf.for {{.*}} to %c4 {{.*}} -> (vector<4xf32>)
+// CHECK-COUNT-16:  vector.load
 // CHECK:         gpu.shuffle xor
 // CHECK:         arith.maximumf
 // CHECK:         scf.for {{.*}} to %c3
 // CHECK:           arith.minui
-// CHECK:           scf.for {{.*}} to %c5 {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-COUNT-15:  vector.load %arg2
 // CHECK:           scf.if
 // CHECK-NEXT:        vector.store
+// CHECK-LABEL: gpu.func @tree_ffn_f32_4096x1000_depth4_throughput
+// CHECK-SAME:    staged_levels = 0 : i64
 func.func @wide(%x: tensor<?x4096xf32>, %wi: tensor<1x31x4096xf32>, %wo: tensor<1x31x1000xf32>) -> tensor<?x1000xf32> {
   %0 = fff.tree_ffn %x, %wi, %wo {depth = 4 : i64, activation = #fff.activation<relu>}
        : tensor<?x4096xf32>, tensor<1x31x4096xf32>, tensor<1x31x1000xf32>
@@ -74,7 +121,7 @@ func.func @wide(%x: tensor<?x4096xf32>, %wi: tensor<1x31x4096xf32>, %wo: tensor<
 
 // A dynamic input width: scalar loads in a masked loop of dynamic length.
 // Two trees record 2 * 3 rows, in one launch.
-// CHECK-LABEL: gpu.func @tree_ffn_f16_dynamicx16_depth2_trees2_warp_per_token
+// CHECK-LABEL: gpu.func @tree_ffn_f16_dynamicx16_depth2_trees2_latency
 // CHECK-SAME:    entries_per_token = 6 : i64, in = {steps = "dynamic", vector_width = 1 : i64, vectors_per_step = 1 : i64}
 // CHECK:         scf.for %{{.*}} = %c0 to %c2
 // CHECK:           arith.ceildivui
@@ -87,13 +134,17 @@ func.func @dynamic_width(%x: tensor<?x?xf16>, %wi: tensor<2x7x?xf16>, %wo: tenso
 
 // -----
 
-// leaf_tree_ffn: the routing walk (s >= 0 goes right), then the leaf's hidden
-// layer, each lane adding x[d] times w1's row d (16 contiguous values) for
-// its elements d; one butterfly per hidden unit; each unit recorded against
-// its row of w2, and the output summed as for tree_ffn over the leaf's bias.
-// CHECK-LABEL: gpu.func @leaf_tree_ffn_f32_100x36_depth3_warp_per_token
+// leaf_tree_ffn: the routing walk (s >= 0 goes right; depth 3 is a step of
+// two levels and one of one), then the leaf's hidden layer, each lane adding
+// x[d] times w1's row d (16 contiguous values) for its elements d; the 16
+// hidden units' butterflies interleave; each unit is recorded against its
+// row of w2, and the output summed as for tree_ffn over the leaf's bias.
+// CHECK-LABEL: gpu.func @leaf_tree_ffn_f32_100x36_depth3_latency
 // CHECK-SAME:    entries_per_token = 16 : i64
-// CHECK:         arith.cmpf oge
+// CHECK:         scf.for {{.*}} to %c1
+// CHECK:           arith.cmpf oge
+// CHECK:         scf.for {{.*}} to %c1
+// CHECK:           arith.cmpf oge
 // CHECK:         vector.load %arg3{{.*}} {alignment = 16 : i64} : memref<800x16xf32>, vector<16xf32>
 // CHECK:         vector.fma {{.*}} : vector<16xf32>
 // CHECK-COUNT-80: gpu.shuffle xor

@@ -1,12 +1,13 @@
 # leaf_tree_ffn through --fff-cpu-pipeline and fff-run, against a float64
 # numpy reference, including the leaf each row is routed to.
 #
-# With --gpu-twin, the same cases run the GPU kernel's CPU twin (see
-# tree-ffn-numeric.py).
+# With --gpu-twin=latency or =throughput, the same cases run that GPU
+# kernel's CPU twin (see tree-ffn-numeric.py).
 #
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
-# RUN: %python %s --gpu-twin | FileCheck %s
+# RUN: %python %s --gpu-twin=latency | FileCheck %s
+# RUN: %python %s --gpu-twin=throughput | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
 
 import sys
@@ -17,7 +18,8 @@ from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run,
 
 rng = np.random.default_rng(8)
 check = Checker()
-FLAGS = ["--gpu-twin"] if "--gpu-twin" in sys.argv[1:] else []
+TWIN = next((a.split("=")[1] for a in sys.argv[1:] if a.startswith("--gpu-twin=")), None)
+LOWERING = [f"--convert-fff-to-gpu=cpu-twin tree-variant={TWIN}"] if TWIN else []
 
 
 def leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
@@ -61,7 +63,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     b2_arr, b2 = quantize(rng.standard_normal((leaves, dout)), dtype)
 
     (y,) = run(mlir_for("f", dtype, rows, din, width, dout, depth, activation, dynamic),
-               "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1, extra_flags=FLAGS)
+               "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1, lowering=LOWERING)
     ref, leaf, scores = leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation)
     margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(nw).max() * np.sqrt(din)
     keep = np.all(np.abs(scores) > margin[:, None], axis=1)
@@ -77,7 +79,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     probe_b2, _ = quantize(np.zeros((leaves, leaves)), dtype)
     (onehot,) = run(mlir_for("route", dtype, rows, din, 1, leaves, depth, "relu", dynamic),
                     "route", [x_arr, nw_arr, nb_arr, probe_w1, probe_b1, probe_w2, probe_b2], 1,
-                    extra_flags=FLAGS)
+                    lowering=LOWERING)
     onehot = dequantize(onehot, dtype)
     check.equal(f"leaf_tree_ffn route {name}", onehot[keep], np.eye(leaves)[leaf[keep]])
 

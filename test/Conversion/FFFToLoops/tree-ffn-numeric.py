@@ -1,15 +1,17 @@
 # tree_ffn through --fff-cpu-pipeline and fff-run, against a float64 numpy
 # reference, including the route each row takes through each tree.
 #
-# With --gpu-twin, the same cases (and wider rows, deeper trees and more
-# trees, which the GPU kernel walks in steps, loops and masks) run the GPU
-# kernel's CPU twin (test/Conversion/FFFToGPU/tree-kernels.mlir shows the
-# strategies): its lane-to-data mapping, tails, shuffle butterfly order and
-# polynomial activations.
+# With --gpu-twin=latency or =throughput, the same cases (and wider rows,
+# deeper trees and more trees, which the GPU kernels walk in steps, loops and
+# masks) run that GPU kernel's CPU twin (test/Conversion/FFFToGPU/
+# tree-kernels.mlir shows the strategies): its lane-to-data mapping, tails,
+# shuffle butterfly order, two-level steps or staged rows, and polynomial
+# activations.
 #
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
-# RUN: %python %s --gpu-twin | FileCheck %s
+# RUN: %python %s --gpu-twin=latency | FileCheck %s
+# RUN: %python %s --gpu-twin=throughput | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
 
 import sys
@@ -20,8 +22,8 @@ from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run,
 
 rng = np.random.default_rng(11)
 check = Checker()
-TWIN = "--gpu-twin" in sys.argv[1:]
-FLAGS = ["--gpu-twin"] if TWIN else []
+TWIN = next((a.split("=")[1] for a in sys.argv[1:] if a.startswith("--gpu-twin=")), None)
+LOWERING = [f"--convert-fff-to-gpu=cpu-twin tree-variant={TWIN}"] if TWIN else []
 
 
 def tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation):
@@ -79,7 +81,7 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
         op = f"fff.tree_ffn %x, %wi, %wo {attrs} : {xt}, {wit}, {wot}"
         args = [x_arr, w_in_arr, w_out_arr]
     mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
-    (y,) = run(mlir, "f", args, 1, extra_flags=FLAGS)
+    (y,) = run(mlir, "f", args, 1, lowering=LOWERING)
 
     ref, route, logits = tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation)
     keep = stable_rows(x, w_in, logits)
@@ -104,7 +106,7 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
              f"  %y = fff.tree_ffn %x, %wi{bias}, %wo {{depth = {depth} : i64, activation = #fff.activation<identity>}} : {xt}, {wit}, {pt}\n"
              f"  return %y : {rt}\n}}")
     probe_args = [x_arr, w_in_arr] + ([b_in_arr] if biases else []) + [probe_arr]
-    (visited,) = run(probe, "route", probe_args, 1, extra_flags=FLAGS)
+    (visited,) = run(probe, "route", probe_args, 1, lowering=LOWERING)
     visited = dequantize(visited, dtype).reshape(rows, trees, nodes) != 0
     expected = np.zeros((rows, trees, nodes), dtype=bool)
     for k in range(trees):

@@ -67,13 +67,41 @@ struct NormStrategy {
 NormStrategy selectNormStrategy(std::optional<int64_t> rowSize,
                                 mlir::Type elementType);
 
+/// What the tree kernels' strategy depends on: an op's static shape.
+struct TreeShape {
+  /// Input and output row widths; nullopt when dynamic.
+  std::optional<int64_t> inWidth, outWidth;
+  mlir::Type elementType;
+  /// Trees (1 for leaf_tree_ffn) and routing levels per tree.
+  int64_t trees, levels;
+  /// leaf_tree_ffn's leaf width; 0 for tree_ffn.
+  int64_t hiddenWidth;
+
+  bool isLeafMLP() const { return hiddenWidth > 0; }
+  /// Rows a token visits and records: trees * levels, or the leaf width.
+  int64_t entriesPerToken() const {
+    return isLeafMLP() ? hiddenWidth : trees * levels;
+  }
+};
+
 /// How `fff.tree_ffn` and `fff.leaf_tree_ffn` map onto a kernel. One warp
 /// walks one token: its lanes split the input row for each level's dot
 /// product (a shuffle butterfly leaves the logit in every lane, so the walk
 /// never diverges within a warp), record the visited rows and their
 /// coefficients, then split the output row, each lane summing its part of
 /// every visited output row and writing it once.
+///
+/// Each op gets two kernels, and the host picks one by batch size:
+///  * latency, for batches too small to fill the GPU: each warp's chain of
+///    dependent levels is what takes time, so a step evaluates a node and
+///    both its children at once (three rows' loads in flight) and decides
+///    two levels;
+///  * throughput, for large batches: blocks stay resident and loop over
+///    tokens, and the top levels' rows, which every token visits, are
+///    staged once per block in shared memory where the shape allows.
 struct TreeStrategy {
+  enum class Variant { Latency, Throughput };
+
   /// How a lane covers its part of a row: vectors lane, lane + 32, lane + 64,
   /// ... taken `vectorsPerStep` at a time (unrolled, so that their loads
   /// are in flight together), in `steps` steps (a loop when more than one).
@@ -90,6 +118,7 @@ struct TreeStrategy {
     mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
   };
 
+  Variant variant;
   /// Input rows (x, routing weights, per level) and output rows (output
   /// weights and y).
   LaneWalk in, out;
@@ -99,32 +128,40 @@ struct TreeStrategy {
   /// Whether the output sums unroll over the recorded rows, putting all
   /// their loads in flight together.
   bool unrollEntries;
+  /// Routing levels decided per step: 2 evaluates a node and both children.
+  int64_t levelsPerStep;
+  /// Top levels of each tree whose input and output rows a block stages in
+  /// shared memory (tree_ffn, throughput variant); 0 for none.
+  int64_t stagedLevels;
   /// Tokens (warps) per block.
   int64_t tokensPerBlock;
-  /// Visited rows a token records: trees * levels for tree_ffn, the leaf
-  /// width for leaf_tree_ffn. Kept per warp in shared memory.
+  /// Whether blocks loop over tokens (a grid of at most `residentBlocks`)
+  /// rather than take `tokensPerBlock` tokens each.
+  bool residentBlocks;
   int64_t entriesPerToken;
-  /// leaf_tree_ffn's leaf width, whose hidden values each lane accumulates
-  /// in registers for its input elements; 0 for tree_ffn.
   int64_t hiddenWidth;
   /// Register budget per thread handed to ptxas (`.maxnreg`).
   int64_t maxRegisters;
 
+  static llvm::StringRef variantName(Variant variant);
   int64_t threadsPerBlock() const { return kWarpSize * tokensPerBlock; }
+  /// Rows staged per tree: the nodes of the top `stagedLevels` levels.
+  int64_t stagedNodesPerTree() const { return (int64_t(1) << stagedLevels) - 1; }
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
 };
 
+/// Batches of at most this many tokens take the latency kernel: an H100 or
+/// H200 (132 multiprocessors) runs 16 tree warps on each at once, 2112.
+constexpr int64_t kTreeLatencyBoundTokens = 2048;
+/// The throughput kernel's grid: two resident blocks per multiprocessor of
+/// an H100 or H200. Only speed depends on it.
+constexpr int64_t kTreeResidentBlocks = 2 * 132;
 
-/// Chooses the tree kernel's strategy for rows of `inWidth` and `outWidth`
-/// elements (nullopt when dynamic) of `elementType`, recording
-/// `entriesPerToken` rows per token, with leaves `hiddenWidth` wide (0 for
-/// tree_ffn). Fails, with the reason in `whyNot`, for shapes no kernel
-/// handles.
-llvm::FailureOr<TreeStrategy>
-selectTreeStrategy(std::optional<int64_t> inWidth,
-                   std::optional<int64_t> outWidth, mlir::Type elementType,
-                   int64_t entriesPerToken, int64_t hiddenWidth,
-                   std::string &whyNot);
+/// Chooses the tree kernel's strategy for `shape` and `variant`. Fails, with
+/// the reason in `whyNot`, for shapes no kernel handles.
+llvm::FailureOr<TreeStrategy> selectTreeStrategy(const TreeShape &shape,
+                                                 TreeStrategy::Variant variant,
+                                                 std::string &whyNot);
 
 } // namespace fff
 
