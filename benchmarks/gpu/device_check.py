@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """The device check: runs every GPU kernel fff generates on an NVIDIA GPU,
-checks it against PyTorch in float64, and times it side by side with a
-device-to-device copy, PyTorch eager and torch.compile.
+checks it against PyTorch in float64, and times it side by side with what a
+user would otherwise run.
+
+  - norms: against a device-to-device copy, PyTorch eager and torch.compile;
+  - tree layers: against the dense feedforward tree_ffn replaces (Linear
+    D->4D, GELU, Linear 4D->D, in bf16 and in f32 with TF32), and an
+    UltraFastBERT-style FFF in PyTorch (index_select and bmm per level);
+    then an ablation: the latency kernel alone, the throughput kernel alone,
+    and the throughput kernel without staged rows, at every batch.
 
 Build on a machine with fff (no GPU needed), then carry benchmarks/gpu/out:
 
@@ -10,8 +17,8 @@ Build on a machine with fff (no GPU needed), then carry benchmarks/gpu/out:
     python3 benchmarks/gpu/device_check.py --list     # anywhere: check the build
 
 Needs only python3 with torch (and its CUDA runtime) on the GPU machine.
-Prints one markdown table; `fff x` columns are the other implementation's
-time over fff's (>1: fff is faster).
+Prints markdown tables; `fff x` columns are the other implementation's time
+over fff's (>1: fff is faster).
 """
 
 import argparse
@@ -27,19 +34,37 @@ parser.add_argument("--out", default=os.path.join(here, "out"), help="what build
 parser.add_argument("--list", action="store_true", help="check the library exports every kernel, then stop")
 parser.add_argument("--quick", action="store_true", help="one row count, fewer repetitions")
 parser.add_argument("--rows", type=int, nargs="*", default=[4096, 16384, 32768])
+parser.add_argument("--batches", type=int, nargs="*", default=[1, 16, 256, 4096, 16384],
+                    help="tokens per tree layer call")
+parser.add_argument("--only", choices=["norms", "trees"], help="run one part")
 options = parser.parse_args()
 
 manifest = json.load(open(os.path.join(options.out, "manifest.json")))
-library = ctypes.CDLL(os.path.join(options.out, manifest["library"]))
-library.fffGetLastError.restype = ctypes.c_char_p
-library.fffSetStream.argtypes = [ctypes.c_void_p]
+
+
+def load(name):
+    library = ctypes.CDLL(os.path.join(options.out, name))
+    library.fffGetLastError.restype = ctypes.c_char_p
+    library.fffSetStream.argtypes = [ctypes.c_void_p]
+    return library
+
+
+library = load(manifest["library"])
+tree_libraries = {variant: load(name) for variant, name in manifest["tree_libraries"].items()}
 missing = [f["function"] for f in manifest["functions"] if not hasattr(library, f["function"])]
+missing += [f"{f['function']} ({variant})" for f in manifest["tree_functions"]
+            for variant, lib in tree_libraries.items() if not hasattr(lib, f["function"])]
 if missing:
-    sys.exit(f"the library lacks {missing}")
+    sys.exit(f"the libraries lack {missing}")
 if options.list:
     for f in manifest["functions"]:
         print(f"{f['function']:<24} {f['op']:<10} {f['dtype']:<4} hidden={f['hidden']} args={','.join(f['args'])}")
     print(f"{len(manifest['functions'])} kernels exported by {manifest['library']} ({manifest['chip']})")
+    for f in manifest["tree_functions"]:
+        print(f"{f['function']:<30} {f['op']:<13} {f['dtype']:<4} width={f['width']} depth={f['depth']} "
+              f"args={','.join(f['args'])}")
+    print(f"{len(manifest['tree_functions'])} tree functions exported by "
+          f"{', '.join(manifest['tree_libraries'].values())} ({manifest['chip']})")
     sys.exit(0)
 
 import torch  # noqa: E402  (only the GPU run needs it)
@@ -59,10 +84,16 @@ def memref_args(tensor):
         [ctypes.c_int64(s) for s in tensor.stride()]
 
 
-def check_error(what):
-    error = library.fffGetLastError()
+def check_error(what, lib=None):
+    error = (lib or library).fffGetLastError()
     if error is not None:
         sys.exit(f"{what}: {error.decode()}")
+
+
+def set_stream(stream):
+    """fff's runtime launches on this stream; each library has its own."""
+    for lib in [library, *tree_libraries.values()]:
+        lib.fffSetStream(ctypes.c_void_p(stream.cuda_stream))
 
 
 def graph_time_us(step, sets, calls=20, replays=10):
@@ -74,11 +105,11 @@ def graph_time_us(step, sets, calls=20, replays=10):
     graph = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        library.fffSetStream(ctypes.c_void_p(stream.cuda_stream))
+        set_stream(stream)
         with torch.cuda.graph(graph, stream=stream):
             for i in range(calls):
                 step(sets[i % len(sets)])
-    library.fffSetStream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+    set_stream(torch.cuda.current_stream())
     graph.replay()
     torch.cuda.synchronize()
     times = []
@@ -129,7 +160,7 @@ def run_case(spec, rows):
         function(*[a for name in spec["args"] for a in memref_args(s[name])])
 
     # Correctness on fresh data, output poisoned with NaN beforehand.
-    library.fffSetStream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+    set_stream(torch.cuda.current_stream())
     s = sets[0]
     fff_step(s)
     torch.cuda.synchronize()
@@ -154,9 +185,192 @@ def run_case(spec, rows):
             "vs_eager": eager_us / fff_us, "vs_compile": compiled_us / fff_us, "hidden": hidden}
 
 
-def main():
-    torch.manual_seed(0)
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+#
+# Tree layers
+#
+
+# The routes of a float64 reference and of an f32 kernel may part where a
+# logit is within rounding of zero; rows with such a logit are left out of
+# the comparison (the fraction compared is printed).
+ROUTE_MARGIN = 1e-3
+
+
+def tree_inputs(spec, batch, sets):
+    """Weights as a trained layer would have them (scaled so that logits and
+    outputs are O(1)), and `sets` input/output pairs."""
+    dtype, width, depth = DTYPES[spec["dtype"]], spec["width"], spec["depth"]
+
+    def randn(*shape, scale=1.0):
+        return (torch.randn(*shape, device="cuda") * scale).to(dtype)
+
+    if spec["op"] == "tree_ffn":
+        nodes = 2 ** (depth + 1) - 1
+        weights = {"w_in": randn(1, nodes, width, scale=width ** -0.5), "b_in": randn(1, nodes, scale=0.3),
+                   "w_out": randn(1, nodes, width, scale=(depth + 1) ** -0.5), "b_out": randn(width, scale=0.1)}
+    else:
+        leaves, hidden = 2 ** depth, spec["leaf_width"]
+        weights = {"node_w": randn(leaves - 1, width, scale=width ** -0.5), "node_b": randn(leaves - 1, scale=0.3),
+                   "w1": randn(leaves, width, hidden, scale=width ** -0.5), "b1": randn(leaves, hidden, scale=0.3),
+                   "w2": randn(leaves, hidden, width, scale=hidden ** -0.5), "b2": randn(leaves, width, scale=0.1)}
+    return [dict(weights, x=randn(batch, width), y=torch.full((batch, width), float("nan"), device="cuda",
+                                                               dtype=dtype)) for _ in range(sets)]
+
+
+def tree_reference(spec, s):
+    """float64, all rows at once (unlike the kernels' warp per row); returns
+    y and a mask of the rows whose route is unambiguous."""
+    x = s["x"].double()
+    rows = x.shape[0]
+    node = torch.zeros(rows, dtype=torch.long, device="cuda")
+    stable = torch.ones(rows, dtype=torch.bool, device="cuda")
+    margin = ROUTE_MARGIN * x.norm(dim=1)
+    if spec["op"] == "tree_ffn":
+        w_in, b_in, w_out = s["w_in"][0].double(), s["b_in"][0].double(), s["w_out"][0].double()
+        y = s["b_out"].double().expand(rows, -1).clone()
+        for _ in range(spec["depth"] + 1):
+            logit = (x * w_in[node]).sum(1) + b_in[node]
+            stable &= logit.abs() > margin * w_in[node].norm(dim=1)
+            y += F.gelu(logit)[:, None] * w_out[node]
+            node = 2 * node + 1 + (logit > 0).long()
+        return y, stable
+    node_w, node_b = s["node_w"].double(), s["node_b"].double()
+    for _ in range(spec["depth"]):
+        score = (x * node_w[node]).sum(1) + node_b[node]
+        stable &= score.abs() > margin * node_w[node].norm(dim=1)
+        node = 2 * node + 1 + (score >= 0).long()
+    leaf = node - (2 ** spec["depth"] - 1)
+    hidden = torch.relu(torch.einsum("bi,biw->bw", x, s["w1"].double()[leaf]) + s["b1"].double()[leaf])
+    return torch.einsum("bw,bwo->bo", hidden, s["w2"].double()[leaf]) + s["b2"].double()[leaf], stable
+
+
+def torch_fff(spec):
+    """The tree layer in PyTorch as UltraFastBERT's reference code does it: per
+    level, gather each row's node weights (index_select) and take the dot
+    products with a batched matmul."""
+    depth = spec["depth"]
+    if spec["op"] == "tree_ffn":
+        def step(s):
+            x = s["x"]
+            node = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+            y = s["b_out"].expand_as(x)
+            for _ in range(depth + 1):
+                w = s["w_in"][0].index_select(0, node)
+                logit = torch.bmm(x.unsqueeze(1), w.unsqueeze(2)).view(-1) + s["b_in"][0].index_select(0, node)
+                y = y + F.gelu(logit).unsqueeze(1) * s["w_out"][0].index_select(0, node)
+                node = 2 * node + 1 + (logit > 0).long()
+            return y
+        return step
+
+    def leaf_step(s):
+        x = s["x"]
+        node = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+        for _ in range(depth):
+            w = s["node_w"].index_select(0, node)
+            score = torch.bmm(x.unsqueeze(1), w.unsqueeze(2)).view(-1) + s["node_b"].index_select(0, node)
+            node = 2 * node + 1 + (score >= 0).long()
+        leaf = node - (2 ** depth - 1)
+        hidden = torch.relu(torch.bmm(x.unsqueeze(1), s["w1"].index_select(0, leaf)).squeeze(1)
+                            + s["b1"].index_select(0, leaf))
+        return torch.bmm(hidden.unsqueeze(1), s["w2"].index_select(0, leaf)).squeeze(1) + s["b2"].index_select(0, leaf)
+    return leaf_step
+
+
+dense_weights = {}
+
+
+def dense_ff(width, dtype):
+    """The feedforward a tree_ffn of this width replaces: Linear(D, 4D), GELU,
+    Linear(4D, D). f32 runs with TF32 matmuls, as torch users enable."""
+    key = (width, dtype)
+    if key not in dense_weights:
+        dense_weights[key] = (torch.randn(4 * width, width, device="cuda").mul(width ** -0.5).to(dtype),
+                              torch.zeros(4 * width, device="cuda", dtype=dtype),
+                              torch.randn(width, 4 * width, device="cuda").mul((4 * width) ** -0.5).to(dtype),
+                              torch.zeros(width, device="cuda", dtype=dtype))
+    w1, b1, w2, b2 = dense_weights[key]
+    return lambda s: F.linear(F.gelu(F.linear(s[f"x_{dtype}"], w1, b1)), w2, b2)
+
+
+def run_tree_case(spec, batch):
+    width, depth = spec["width"], spec["depth"]
+    sets = tree_inputs(spec, batch, sets=4)
+    for s in sets:
+        s["x_torch.bfloat16"] = s["x"].to(torch.bfloat16)
+        s["x_torch.float32"] = s["x"].float()
+
+    def fff_step(lib):
+        function = getattr(lib, spec["function"])
+        return lambda s: function(*[a for name in spec["args"] for a in memref_args(s[name])])
+
+    set_stream(torch.cuda.current_stream())
+    s = sets[0]
+    fff_step(tree_libraries["auto"])(s)
+    torch.cuda.synchronize()
+    check_error(spec["function"], tree_libraries["auto"])
+    ref, stable = tree_reference(spec, s)
+    y = s["y"].double()[stable]
+    error = ((y - ref[stable]).norm() / ref[stable].norm()).item() if torch.isfinite(y).all() else float("inf")
+    ok = error <= TOLERANCE[spec["dtype"]] and stable.float().mean().item() > 0.5
+
+    times = {variant: graph_time_us(fff_step(lib), sets) for variant, lib in tree_libraries.items()}
+    for variant, lib in tree_libraries.items():
+        check_error(f"{spec['function']} ({variant})", lib)
+    fff_us = times["auto"]
+    element = torch.finfo(DTYPES[spec["dtype"]]).bits // 8
+    if spec["op"] == "tree_ffn":
+        visited = depth + 1
+        flops = 2 * batch * visited * 2 * width
+        weight_bytes = batch * visited * (2 * width + 1) * element
+    else:
+        visited = spec["leaf_width"]
+        flops = 2 * batch * (depth * width + 2 * visited * width)
+        weight_bytes = batch * (depth * width + 2 * visited * width) * element
+    result = {"case": f"{spec['function']} B={batch}", "spec": spec, "batch": batch, "ok": ok, "error": error,
+              "stable": stable.float().mean().item(), "fff_us": fff_us, "times": times,
+              "gbs": (weight_bytes + 2 * batch * width * element) / fff_us / 1e3,
+              "tflops": flops / fff_us / 1e6,
+              "vs_fff_torch": graph_time_us(torch_fff(spec), sets) / fff_us}
+    if spec["op"] == "tree_ffn":
+        result["vs_dense_bf16"] = graph_time_us(dense_ff(width, torch.bfloat16), sets) / fff_us
+        result["vs_dense_tf32"] = graph_time_us(dense_ff(width, torch.float32), sets) / fff_us
+    return result
+
+
+def run_trees():
+    torch.backends.cuda.matmul.allow_tf32 = True
+    batches = [1, 4096] if options.quick else options.batches
+    results = []
+    print("\n| tree layer | correct (rel. err, rows compared) | fff us | GB/s | TFLOP/s | "
+          "fff x dense bf16 | fff x dense tf32 | fff x torch FFF |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for spec in manifest["tree_functions"]:
+        for batch in batches:
+            r = run_tree_case(spec, batch)
+            results.append(r)
+            dense = (f"{r['vs_dense_bf16']:.2f} | {r['vs_dense_tf32']:.2f}" if "vs_dense_bf16" in r else "- | -")
+            print(f"| {r['case']} | {'yes' if r['ok'] else 'NO'} ({r['error']:.1e}, {r['stable']:.0%}) | "
+                  f"{r['fff_us']:.1f} | {r['gbs']:.0f} | {r['tflops']:.1f} | {dense} | {r['vs_fff_torch']:.1f} |",
+                  flush=True)
+    print("\nAblation: microseconds per call of each kernel alone (the default picks latency for batches "
+          "up to 2048 tokens, throughput above).\n")
+    print("| tree layer | default | latency | throughput | throughput, no staged rows |")
+    print("|---|---:|---:|---:|---:|")
+    for r in results:
+        t = r["times"]
+        print(f"| {r['case']} | {t['auto']:.1f} | {t['latency']:.1f} | {t['throughput']:.1f} | {t['unstaged']:.1f} |")
+    dense = [r for r in results if "vs_dense_bf16" in r]
+    large = [r for r in dense if r["batch"] >= 4096 and r["spec"]["dtype"] == "bf16"]
+    print(f"\ntargets: >=3x dense bf16 at batch >= 4096 in bf16: "
+          f"{'met' if large and all(r['vs_dense_bf16'] >= 3 for r in large) else 'NOT met'} "
+          f"(min {min((r['vs_dense_bf16'] for r in large), default=float('nan')):.2f}x); "
+          f">=10x torch FFF: {'met' if all(r['vs_fff_torch'] >= 10 for r in results) else 'NOT met'} "
+          f"(min {min(r['vs_fff_torch'] for r in results):.1f}x); "
+          f"never slower than dense at batch 1: "
+          f"{'met' if all(min(r['vs_dense_bf16'], r['vs_dense_tf32']) >= 1 for r in dense if r['batch'] == 1) else 'NOT met'}")
+    return [r["case"] for r in results if not r["ok"]]
+
+
+def run_norms():
     rows_list = options.rows[:1] if options.quick else options.rows
     results = []
     print("| case | correct (rel. err) | fff us | GB/s | of copy | fff x eager | fff x compile |")
@@ -174,9 +388,22 @@ def main():
     wrong = [r["case"] for r in results if not r["ok"]]
     print(f"\n{len(results)} cases; wrong: {len(wrong)}; geomean speedup vs torch.compile: {geomean:.2f}x; "
           f"slower than torch.compile: {len(slower)}; hidden>=4096 under 90% of copy bandwidth: {len(under90)}")
-    for label, cases in (("wrong", wrong), ("slower than torch.compile", slower), ("under 90% of copy", under90)):
+    for label, cases in (("slower than torch.compile", slower), ("under 90% of copy", under90)):
         if cases:
             print(f"{label}: {', '.join(cases)}")
+    return wrong
+
+
+def main():
+    torch.manual_seed(0)
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    wrong = []
+    if options.only != "trees":
+        wrong += run_norms()
+    if options.only != "norms":
+        wrong += run_trees()
+    if wrong:
+        print(f"wrong: {', '.join(wrong)}")
     return 1 if wrong else 0
 
 

@@ -39,8 +39,11 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   if (options.raise)
     addRaiseAndFuse(pm);
   // fff ops and elementwise tensor math -> linalg / scf on tensors.
-  if (options.gpuTwin)
-    pm.addPass(createConvertFFFToGPU(ConvertFFFToGPUOptions{/*cpuTwin=*/true}));
+  if (options.gpuTwin) {
+    ConvertFFFToGPUOptions twins;
+    twins.cpuTwin = true;
+    pm.addPass(createConvertFFFToGPU(twins));
+  }
   pm.addPass(createConvertFFFToLoops());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -70,9 +73,13 @@ void fff::buildCPUPipeline(OpPassManager &pm,
 void fff::buildGPUPipeline(OpPassManager &pm,
                            const GPUPipelineOptions &options) {
   addRaiseAndFuse(pm);
-  // One kernel (gpu.func) and its gpu.launch_func per norm, on buffers
+  // One kernel (gpu.func) and its gpu.launch_func per norm, fused unit or
+  // tree layer (two for a tree layer: latency and throughput), on buffers
   // viewed from the tensors.
-  pm.addPass(createConvertFFFToGPU());
+  ConvertFFFToGPUOptions kernels;
+  kernels.treeVariant = options.treeVariant;
+  kernels.treeStaging = options.treeStaging;
+  pm.addPass(createConvertFFFToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
 
   // Tensors -> device buffers; results become caller-allocated out-params,
@@ -101,7 +108,7 @@ void fff::registerFFFPipelines() {
       buildCPUPipeline);
   PassPipelineRegistration<GPUPipelineOptions>(
       "fff-gpu-pipeline",
-      "Lower fff norms to CUDA kernels (PTX in gpu.binary) and host LLVM "
+      "Lower fff ops to CUDA kernels (PTX in gpu.binary) and host LLVM "
       "dialect that launches them",
       buildGPUPipeline);
 }

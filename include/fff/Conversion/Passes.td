@@ -72,6 +72,9 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
     Option<"treeVariant", "tree-variant", "std::string", /*default=*/"\"auto\"",
            "Tree kernels to emit: auto (latency and throughput, picked by "
            "batch size), latency or throughput">,
+    Option<"treeStaging", "tree-staging", "bool", /*default=*/"true",
+           "Stage the top tree levels in shared memory in throughput kernels "
+           "where the shape allows">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -25,6 +25,16 @@ struct GPUPipelineOptions : mlir::PassPipelineOptions<GPUPipelineOptions> {
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level for kernels"),
                        llvm::cl::init(3)};
+  Option<std::string> treeVariant{
+      *this, "tree-variant",
+      llvm::cl::desc("Tree kernels: auto (latency and throughput, picked by "
+                     "batch size), latency or throughput"),
+      llvm::cl::init("auto")};
+  Option<bool> treeStaging{
+      *this, "tree-staging",
+      llvm::cl::desc("Stage the top tree levels in shared memory in "
+                     "throughput kernels"),
+      llvm::cl::init(true)};
 };
 
 /// Options of `--fff-cpu-pipeline`.

@@ -959,7 +959,7 @@ struct ConvertFFFToGPUPass
         [](Operation *op) { return !whyTreeOpHasNoGPUKernel(op).empty(); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    if (failed(populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant))) {
+    if (failed(populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant, treeStaging))) {
       getOperation().emitError("unknown tree-variant '")
           << treeVariant << "'; expected auto, latency or throughput";
       return signalPassFailure();
@@ -985,8 +985,10 @@ struct ConvertFFFToGPUPass
 } // namespace
 
 LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
-                                            bool cpuTwin, StringRef treeVariant) {
+                                            bool cpuTwin, StringRef treeVariant,
+                                            bool treeStaging) {
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                          cpuTwin);
-  return populateTreeOpsToGPUPatterns(patterns, cpuTwin, treeVariant);
+  return populateTreeOpsToGPUPatterns(patterns, cpuTwin, treeVariant,
+                                      treeStaging);
 }

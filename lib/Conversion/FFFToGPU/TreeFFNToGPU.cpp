@@ -891,8 +891,9 @@ Value describe(ImplicitLocOpBuilder &b, LeafTreeFFNOp op,
 template <typename Op>
 struct TreeToGPUPattern : OpConversionPattern<Op> {
   TreeToGPUPattern(MLIRContext *context, bool cpuTwin,
-                   std::optional<TreeStrategy::Variant> variant)
-      : OpConversionPattern<Op>(context), cpuTwin(cpuTwin), variant(variant) {}
+                   std::optional<TreeStrategy::Variant> variant, bool staging)
+      : OpConversionPattern<Op>(context), cpuTwin(cpuTwin), variant(variant),
+        staging(staging) {}
 
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
@@ -902,6 +903,9 @@ struct TreeToGPUPattern : OpConversionPattern<Op> {
         strategiesFor(op, variant, whyNot);
     if (failed(strategies))
       return rewriter.notifyMatchFailure(op, whyNot);
+    if (!staging)
+      for (TreeStrategy &strategy : *strategies)
+        strategy.stagedLevels = 0;
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TreeProblem problem;
     Value output = describe(b, op, adaptor, problem);
@@ -913,6 +917,7 @@ struct TreeToGPUPattern : OpConversionPattern<Op> {
 
   bool cpuTwin;
   std::optional<TreeStrategy::Variant> variant;
+  bool staging;
 };
 
 } // namespace
@@ -925,7 +930,8 @@ std::string fff::whyTreeOpHasNoGPUKernel(Operation *op) {
 
 LogicalResult fff::populateTreeOpsToGPUPatterns(RewritePatternSet &patterns,
                                                 bool cpuTwin,
-                                                StringRef treeVariant) {
+                                                StringRef treeVariant,
+                                                bool staging) {
   std::optional<TreeStrategy::Variant> variant;
   if (treeVariant == "latency")
     variant = TreeStrategy::Variant::Latency;
@@ -934,6 +940,6 @@ LogicalResult fff::populateTreeOpsToGPUPatterns(RewritePatternSet &patterns,
   else if (treeVariant != "auto")
     return failure();
   patterns.add<TreeToGPUPattern<TreeFFNOp>, TreeToGPUPattern<LeafTreeFFNOp>>(
-      patterns.getContext(), cpuTwin, variant);
+      patterns.getContext(), cpuTwin, variant, staging);
   return success();
 }

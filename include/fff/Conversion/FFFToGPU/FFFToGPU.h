@@ -18,11 +18,13 @@ namespace fff {
 /// CPU-executable twins instead. Tree ops get both their latency and
 /// throughput kernels, picked by batch size, unless `treeVariant` names one
 /// ("latency" or "throughput"; "auto" for both); fails for any other name.
+/// Without `treeStaging`, throughput kernels stage no rows.
 /// Kernels may use math ops that convert-fff-to-gpu then approximates by
 /// polynomials.
 llvm::LogicalResult populateFFFToGPUPatterns(mlir::RewritePatternSet &patterns,
                                              bool cpuTwin = false,
-                                             llvm::StringRef treeVariant = "auto");
+                                             llvm::StringRef treeVariant = "auto",
+                                             bool treeStaging = true);
 
 } // namespace fff
 
