@@ -51,7 +51,8 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   // Tensors -> buffers, with deallocation of everything not returned.
   addBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
-  pm.addPass(createConvertBufferizationToMemRefPass()); // clones -> alloc + copy
+  pm.addPass(
+      createConvertBufferizationToMemRefPass()); // clones -> alloc + copy
 
   // Buffers and loops -> LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -12,9 +12,9 @@
 # CHECK: all {{[0-9]+}} checks passed
 
 import re
-import subprocess
 import sys
-import tempfile
+
+from ptxcheck import Checks, compile_and_assemble, registers, spills
 
 fff_opt, fff_translate, ptxas = sys.argv[1:]
 HIDDEN = (1, 3, 127, 768, 1000, 1024, 4096, 8192, 16384, 32768)
@@ -38,32 +38,11 @@ functions.append("func.func @dynamic(%x: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
                  "  %y = fff.layer_norm %x : tensor<?x?xbf16>\n  return %y : tensor<?x?xbf16>\n}\n")
 expected.append(("layer_norm", "bf16", None))
 
-lowered = subprocess.run([fff_opt, "--fff-gpu-pipeline=chip=sm_90", "-"], input="\n".join(functions),
-                         capture_output=True, text=True, check=True).stdout
-ptx = subprocess.run([fff_translate, "--fff-extract-ptx"], input=lowered,
-                     capture_output=True, text=True, check=True).stdout
-failures, checks = [], 0
-
-
-def check(ok, message):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(message)
-
-
-# All kernels share one gpu.module, so ptxas sees them together and reports
-# each entry's resources under its name.
-with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-    f.write(ptx)
-    f.flush()
-    result = subprocess.run([ptxas, "-arch=sm_90", "-v", f.name, "-o", "/dev/null"],
-                            capture_output=True, text=True)
-info = result.stdout + result.stderr
-check(result.returncode == 0, f"ptxas rejected the module:\n{info}")
-resources = dict(re.findall(r"Compiling entry function '(\w+)' for 'sm_90'\n(.*?)(?=ptxas info    : Compiling|\Z)",
-                            info, flags=re.S))
-bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n}\n", ptx, flags=re.S))
+ptx, accepted, info, bodies, resources = compile_and_assemble(fff_opt, fff_translate, ptxas,
+                                                              "\n".join(functions))
+checks = Checks()
+check = checks.check
+check(accepted, f"ptxas rejected the module:\n{info}")
 check(ptx.count(".entry") == len(expected), f"{ptx.count('.entry')} .entry for {len(expected)} norms")
 
 for op, dtype, hidden in expected:
@@ -77,15 +56,11 @@ for op, dtype, hidden in expected:
     if hidden and hidden * DTYPES[dtype] % 16 == 0:
         check(re.search(r"ld\.global(\.nc)?\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit ld.global")
         check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
-    spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    registers = re.search(r"Used (\d+) registers", report)
-    check(spills is not None, f"{name}: no resource report")
+    spilled = spills(report)
+    check(spilled is not None, f"{name}: no resource report")
     register_resident = hidden is not None and hidden <= (8192 if dtype == "f32" else 16384)
     if register_resident:
-        check(spills is not None and spills.groups() == ("0", "0", "0"), f"{name}: spills or stack: {report}")
-    print(f"{name:<40} {registers.group(1) if registers else '?':>3} registers  "
-          f"{'no spills' if spills and spills.groups() == ('0', '0', '0') else 'SPILLS'}")
+        check(spilled == (0, 0, 0), f"{name}: spills or stack: {report}")
+    print(f"{name:<40} {registers(report):>3} registers  {'no spills' if spilled == (0, 0, 0) else 'SPILLS'}")
 
-if failures:
-    sys.exit(f"{len(failures)} of {checks} checks failed:\n" + "\n".join(failures))
-print(f"all {checks} checks passed")
+checks.finish()

@@ -52,9 +52,9 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
 };
 
 /// Lowers a module at fff or linalg-on-tensors level to LLVM-dialect IR for
-/// the host CPU (`--fff-cpu-pipeline`), after raising and fusion. Public functions keep tensor
-/// arguments as identity-layout memrefs; their results are freshly allocated
-/// buffers the caller owns.
+/// the host CPU (`--fff-cpu-pipeline`), after raising and fusion. Public
+/// functions keep tensor arguments as identity-layout memrefs; their results
+/// are freshly allocated buffers the caller owns.
 void buildCPUPipeline(mlir::OpPassManager &pm,
                       const CPUPipelineOptions &options = {});
 

@@ -19,8 +19,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -84,7 +84,8 @@ struct NormProblem {
 /// A trailing projection (d0, ..., dn) -> (dk, ..., dn): how a per-column
 /// parameter is read.
 bool isTrailingProjection(AffineMap map, int64_t rank) {
-  if (map.getNumDims() != unsigned(rank) || map.getNumResults() > unsigned(rank))
+  if (map.getNumDims() != unsigned(rank) ||
+      map.getNumResults() > unsigned(rank))
     return false;
   int64_t first = rank - map.getNumResults();
   for (auto [i, expr] : llvm::enumerate(map.getResults()))
@@ -104,8 +105,9 @@ std::string unsupportedOnGPU(FusionOp unit) {
   if (layerNorm && layerNorm.getReturnStats())
     return "a norm that returns mean and rstd";
   auto type = cast<RankedTensorType>(norm->getOperand(0).getType());
-  int64_t normalizedRank = layerNorm ? layerNorm.getNormalizedRank()
-                                     : cast<RMSNormOp>(norm).getNormalizedRank();
+  int64_t normalizedRank = layerNorm
+                               ? layerNorm.getNormalizedRank()
+                               : cast<RMSNormOp>(norm).getNormalizedRank();
   if (normalizedRank == type.getRank())
     return "a norm over the whole tensor";
   ArrayRef<int64_t> paramShape = type.getShape().take_back(normalizedRank);
@@ -134,7 +136,8 @@ std::string unsupportedOnGPU(FusionOp unit) {
       for (OpOperand *input : generic.getDpsInputOperands()) {
         AffineMap map = generic.getMatchingIndexingMap(input);
         if (!map.isIdentity() && !isTrailingProjection(map, type.getRank()))
-          return "a linalg.generic input that is neither elementwise nor per-column";
+          return "a linalg.generic input that is neither elementwise nor "
+                 "per-column";
       }
       if (!generic.getRegionOutputArgs()[0].use_empty())
         return "a linalg.generic that reads its output";
@@ -146,11 +149,13 @@ std::string unsupportedOnGPU(FusionOp unit) {
             closed = false;
       });
       if (!closed)
-        return "a linalg.generic body that uses a non-constant value from outside";
+        return "a linalg.generic body that uses a non-constant value from "
+               "outside";
       continue;
     }
     if (!op.hasTrait<OpTrait::Elementwise>() || op.getNumRegions() != 0)
-      return "an op that is not elementwise (" + op.getName().getStringRef().str() + ")";
+      return "an op that is not elementwise (" +
+             op.getName().getStringRef().str() + ")";
   }
   return "";
 }
@@ -186,7 +191,8 @@ private:
     return VectorType::get({width}, getElementTypeOrSelf(type));
   }
   Value column() {
-    return arith::MulIOp::create(b, chunk, arith::ConstantIndexOp::create(b, width));
+    return arith::MulIOp::create(b, chunk,
+                                 arith::ConstantIndexOp::create(b, width));
   }
   /// Rows start at multiples of the vector width: a vector is aligned to
   /// its size, up to 16 bytes.
@@ -350,7 +356,8 @@ private:
     vectors = arith::DivUIOp::create(b, p.rowSize, index(s.vectorWidth));
   }
 
-  //===--- Loads and stores -------------------------------------------------===//
+  //===--- Loads and stores
+  //-------------------------------------------------===//
 
   /// `vectorWidth` elements at vector index `chunk` of the row (or of a
   /// parameter when `rowIndex` is null), in the buffer's element type.
@@ -362,12 +369,14 @@ private:
     indices.push_back(column);
     Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
     return vector::LoadOp::create(b, vectorType(elementType), buffer, indices,
-                                  /*nontemporal=*/false, alignment(elementType));
+                                  /*nontemporal=*/false,
+                                  alignment(elementType));
   }
 
   /// The norm's input vector at `chunk` of this row, in its storage type.
   Value inputChunk(Value chunk) {
-    return p.loadInput ? p.loadInput(b, row, chunk) : loadRaw(p.input, row, chunk);
+    return p.loadInput ? p.loadInput(b, row, chunk)
+                       : loadRaw(p.input, row, chunk);
   }
 
   void storeVector(Value value, Value chunk) {
@@ -423,8 +432,8 @@ private:
       Value last = arith::SubIOp::create(b, vectors, index(1));
       Value clamped = arith::MinUIOp::create(b, chunk, last);
       lr.inRow.push_back(inRow);
-      lr.raw.push_back(arith::SelectOp::create(
-          b, inRow, inputChunk(clamped), zeros));
+      lr.raw.push_back(
+          arith::SelectOp::create(b, inRow, inputChunk(clamped), zeros));
     }
     return lr;
   }
@@ -439,8 +448,8 @@ private:
                                    ValueRange{f32(0.0), f32(0.0)});
     inside(loop.getRegion(), [&] {
       Value chunk = loop.getInductionVar();
-      Value x = arith::SubFOp::create(
-          b, widen(inputChunk(chunk)), splat(shift));
+      Value x =
+          arith::SubFOp::create(b, widen(inputChunk(chunk)), splat(shift));
       scf::YieldOp::create(
           b, ValueRange{add(loop.getRegionIterArg(0), sum(x)),
                         add(loop.getRegionIterArg(1), sum(mul(x, x)))});
@@ -451,7 +460,8 @@ private:
 
   /// y = (x - mean) * rstd * gamma + beta for one input vector, stored.
   void normalizeAndStore(Value raw, Value chunk, Value mean, Value rstd) {
-    Value y = mul(arith::SubFOp::create(b, widen(raw), splat(mean)), splat(rstd));
+    Value y =
+        mul(arith::SubFOp::create(b, widen(raw), splat(mean)), splat(rstd));
     if (p.gamma)
       y = mul(y, widen(loadRaw(p.gamma, Value(), chunk)));
     if (p.beta)
@@ -461,7 +471,8 @@ private:
     storeVector(y, chunk);
   }
 
-  //===--- The row: written once, over lanes --------------------------------===//
+  //===--- The row: written once, over lanes
+  //--------------------------------===//
 
   void emitRow() {
     auto [mean, rstd] = s.kind == NormStrategy::Kind::Looped
@@ -469,7 +480,8 @@ private:
                             : registerStatistics();
     forEachLane([&](Value lane) {
       if (s.kind == NormStrategy::Kind::Looped) {
-        auto loop = scf::ForOp::create(b, lane, vectors, index(s.threadsPerRow));
+        auto loop =
+            scf::ForOp::create(b, lane, vectors, index(s.threadsPerRow));
         inside(loop.getRegion(), [&] {
           Value chunk = loop.getInductionVar();
           normalizeAndStore(inputChunk(chunk), chunk, mean, rstd);
@@ -478,9 +490,8 @@ private:
       }
       LaneRow &lr = laneRow(lane);
       for (auto [raw, chunk, inRow] : llvm::zip(lr.raw, lr.chunks, lr.inRow))
-        inside(scf::IfOp::create(b, inRow).getThenRegion(), [&] {
-          normalizeAndStore(raw, chunk, mean, rstd);
-        });
+        inside(scf::IfOp::create(b, inRow).getThenRegion(),
+               [&] { normalizeAndStore(raw, chunk, mean, rstd); });
     });
     storeStatistics(mean, rstd);
   }
@@ -496,7 +507,8 @@ private:
         LaneRow &lr = laneRow(lane);
         Value partial = f32(0.0);
         for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
-          Value shifted = sum(arith::SubFOp::create(b, widen(raw), splat(pivot)));
+          Value shifted =
+              sum(arith::SubFOp::create(b, widen(raw), splat(pivot)));
           partial = add(partial,
                         arith::SelectOp::create(b, inRow, shifted, f32(0.0)));
         }
@@ -504,21 +516,22 @@ private:
       });
       mean = add(pivot, mul(shiftedSum, invRowSize));
     }
-    Value variance = mul(groupSum([&](Value lane) {
-                           LaneRow &lr = laneRow(lane);
-                           Value partial = f32(0.0);
-                           for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
-                             // Padding holds zeros, which would add mean^2
-                             // once centred.
-                             Value centred =
-                                 arith::SubFOp::create(b, widen(raw), splat(mean));
-                             Value squares = arith::SelectOp::create(
-                                 b, inRow, sum(mul(centred, centred)), f32(0.0));
-                             partial = add(partial, squares);
-                           }
-                           return partial;
-                         }),
-                         invRowSize);
+    Value variance =
+        mul(groupSum([&](Value lane) {
+              LaneRow &lr = laneRow(lane);
+              Value partial = f32(0.0);
+              for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
+                // Padding holds zeros, which would add mean^2
+                // once centred.
+                Value centred =
+                    arith::SubFOp::create(b, widen(raw), splat(mean));
+                Value squares = arith::SelectOp::create(
+                    b, inRow, sum(mul(centred, centred)), f32(0.0));
+                partial = add(partial, squares);
+              }
+              return partial;
+            }),
+            invRowSize);
     return {mean, rsqrt(variance)};
   }
 
@@ -526,16 +539,18 @@ private:
   /// that the variance does not cancel when |mean| >> stddev.
   std::pair<Value, Value> loopedStatistics() {
     Value shift = p.subtractMean ? rowPivot() : f32(0.0);
-    Value squares = mul(
-        groupSum([&](Value lane) { return loopedPartials(lane, shift).second; }),
-        invRowSize);
+    Value squares = mul(groupSum([&](Value lane) {
+                          return loopedPartials(lane, shift).second;
+                        }),
+                        invRowSize);
     if (!p.subtractMean)
       return {f32(0.0), rsqrt(squares)};
     Value meanShift = mul(
         groupSum([&](Value lane) { return loopedPartials(lane, shift).first; }),
         invRowSize);
     Value variance = arith::MaximumFOp::create(
-        b, arith::SubFOp::create(b, squares, mul(meanShift, meanShift)), f32(0.0));
+        b, arith::SubFOp::create(b, squares, mul(meanShift, meanShift)),
+        f32(0.0));
     return {add(shift, meanShift), rsqrt(variance)};
   }
 
@@ -627,7 +642,8 @@ struct RowView {
   /// A fresh buffer shaped like `resultType` (an op result), with the
   /// input's dynamic sizes; results are allocated in their final shape so
   /// that bufferization can hand them to the caller as out-params.
-  Value allocResult(ImplicitLocOpBuilder &b, RankedTensorType resultType) const {
+  Value allocResult(ImplicitLocOpBuilder &b,
+                    RankedTensorType resultType) const {
     SmallVector<Value> dynamicSizes;
     for (int64_t d = 0; d < resultType.getRank(); ++d)
       if (resultType.isDynamicDim(d))
@@ -645,10 +661,13 @@ struct RowView {
       Value flat = output;
       if (type.getRank() > 1)
         flat = memref::CollapseShapeOp::create(
-            b, output, ArrayRef<ReassociationIndices>{dimRange(0, type.getRank())});
+            b, output,
+            ArrayRef<ReassociationIndices>{dimRange(0, type.getRank())});
       auto flatType = cast<MemRefType>(flat.getType());
       return memref::ExpandShapeOp::create(
-          b, MemRefType::get({1, flatType.getDimSize(0)}, flatType.getElementType()),
+          b,
+          MemRefType::get({1, flatType.getDimSize(0)},
+                          flatType.getElementType()),
           flat, ArrayRef<ReassociationIndices>{{0, 1}},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1),
                                  memref::getMixedSize(b, b.getLoc(), flat, 0)});
@@ -694,17 +713,13 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
                                SmallVectorImpl<Value> &operands) {
   // The kernel's parameters: every buffer the problem has, then the sizes.
   NormProblem inKernel = host;
-  SmallVector<Value *> fields{&inKernel.input, &inKernel.gamma, &inKernel.beta,
-                              &inKernel.output, &inKernel.mean, &inKernel.rstd,
-                              &inKernel.rows, &inKernel.rowSize};
+  SmallVector<Value *> fields{
+      &inKernel.input, &inKernel.gamma, &inKernel.beta, &inKernel.output,
+      &inKernel.mean,  &inKernel.rstd,  &inKernel.rows, &inKernel.rowSize};
   for (Value &buffer : inKernel.unitBuffers)
     fields.push_back(&buffer);
-  SmallVector<Value *> present;
-  for (Value *field : fields)
-    if (*field) {
-      present.push_back(field);
-      operands.push_back(*field);
-    }
+  KernelParameters parameters(fields);
+  llvm::append_range(operands, parameters.operands());
 
   // e.g. layer_norm_bf16_768_warp_per_row: what a profiler should show.
   KernelSpec spec;
@@ -724,8 +739,7 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
     spec.workgroupBuffers.push_back(
         workgroupBufferType({kWarpSize}, rewriter.getF32Type()));
   gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
-  for (auto [field, arg] : llvm::zip(present, kernel.getArguments()))
-    *field = arg;
+  parameters.bind(kernel);
   if (inKernel.unit)
     bindUnit(inKernel, strategy.vectorWidth);
 
@@ -787,7 +801,8 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
   Value blocks = arith::CeilDivUIOp::create(
       b, view.rows, arith::ConstantIndexOp::create(b, strategy.rowsPerBlock));
   SmallVector<Value> operands;
-  gpu::GPUFuncOp kernel = buildNormKernel(rewriter, op, strategy, problem, operands);
+  gpu::GPUFuncOp kernel =
+      buildNormKernel(rewriter, op, strategy, problem, operands);
   launchKernel(b, kernel, blocks, strategy.threadsPerBlock(), operands);
   rewriter.replaceOp(op, results());
   return success();
@@ -805,7 +820,8 @@ LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
       layerNorm ? layerNorm.getNormalizedRank() : rmsNorm.getNormalizedRank();
   Block &body = unit.getBody().front();
   auto isRowTensor = [&](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape() == normType.getShape();
+    return cast<RankedTensorType>(v.getType()).getShape() ==
+           normType.getShape();
   };
   auto anchor = llvm::find_if(body.getArguments(), isRowTensor);
   if (anchor == body.getArguments().end())
@@ -838,10 +854,12 @@ LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
                               isRowTensor(arg) ? view.matrixGroups
                                                : view.paramGroups));
   auto bufferOf = [&](Value param) {
-    return param ? problem.unitBuffers[cast<BlockArgument>(param).getArgNumber()]
-                 : Value();
+    return param
+               ? problem.unitBuffers[cast<BlockArgument>(param).getArgNumber()]
+               : Value();
   };
-  problem.gamma = bufferOf(layerNorm ? layerNorm.getGamma() : rmsNorm.getGamma());
+  problem.gamma =
+      bufferOf(layerNorm ? layerNorm.getGamma() : rmsNorm.getGamma());
   problem.beta = bufferOf(layerNorm ? layerNorm.getBeta() : Value());
   SmallVector<Value> resultBuffers;
   for (Type type : unit.getResultTypes()) {
@@ -849,7 +867,8 @@ LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
     problem.unitBuffers.push_back(view.outputMatrix(b, resultBuffers.back()));
   }
 
-  NormStrategy strategy = selectNormStrategy(view.staticRowSize, problem.elementType);
+  NormStrategy strategy =
+      selectNormStrategy(view.staticRowSize, problem.elementType);
   if (cpuTwin) {
     bindUnit(problem, strategy.vectorWidth);
     NormKernelEmitter(b, strategy, problem).emitCPUTwin();
@@ -869,8 +888,7 @@ LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
 }
 
 /// Shared by the two norm patterns: whether to emit the CPU twin.
-template <typename Op>
-struct NormToGPUPattern : OpConversionPattern<Op> {
+template <typename Op> struct NormToGPUPattern : OpConversionPattern<Op> {
   NormToGPUPattern(MLIRContext *context, bool cpuTwin)
       : OpConversionPattern<Op>(context), cpuTwin(cpuTwin) {}
   bool cpuTwin;
@@ -881,10 +899,10 @@ struct LayerNormToGPU : NormToGPUPattern<LayerNormOp> {
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerNorm(op, rewriter, cpuTwin, adaptor.getInput(), adaptor.getGamma(),
-                     adaptor.getBeta(), op.getEpsilon().convertToFloat(),
-                     op.getNormalizedRank(), /*subtractMean=*/true,
-                     op.getReturnStats());
+    return lowerNorm(op, rewriter, cpuTwin, adaptor.getInput(),
+                     adaptor.getGamma(), adaptor.getBeta(),
+                     op.getEpsilon().convertToFloat(), op.getNormalizedRank(),
+                     /*subtractMean=*/true, op.getReturnStats());
   }
 };
 
@@ -893,9 +911,10 @@ struct RMSNormToGPU : NormToGPUPattern<RMSNormOp> {
   LogicalResult
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerNorm(op, rewriter, cpuTwin, adaptor.getInput(), adaptor.getGamma(),
-                     Value(), op.getEpsilon().convertToFloat(),
-                     op.getNormalizedRank(), /*subtractMean=*/false,
+    return lowerNorm(op, rewriter, cpuTwin, adaptor.getInput(),
+                     adaptor.getGamma(), Value(),
+                     op.getEpsilon().convertToFloat(), op.getNormalizedRank(),
+                     /*subtractMean=*/false,
                      /*returnStats=*/false);
   }
 };
@@ -925,8 +944,8 @@ std::string whyNoGPUKernel(Operation *op) {
 /// arithmetic, so the numeric tests check the approximations too.
 LogicalResult approximateKernelMath(ModuleOp module) {
   RewritePatternSet patterns(module.getContext());
-  populateMathPolynomialApproximationPatterns(
-      patterns, [](StringRef) { return true; });
+  populateMathPolynomialApproximationPatterns(patterns,
+                                              [](StringRef) { return true; });
   FrozenRewritePatternSet frozen(std::move(patterns));
   SmallVector<Operation *> scopes;
   module.walk([&](Operation *op) {
@@ -948,8 +967,9 @@ struct ConvertFFFToGPUPass
   void runOnOperation() override {
     ConversionTarget target(getContext());
     // Norms inside a fused unit wait for the unit's own kernel.
-    target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>(
-        [](Operation *op) { return op->getParentOfType<FusionOp>() != nullptr; });
+    target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>([](Operation *op) {
+      return op->getParentOfType<FusionOp>() != nullptr;
+    });
     // Units the kernel emitter can evaluate become one kernel; the others
     // stay, and are reported below (or run on the CPU in twin mode). So do
     // tree ops whose shapes no tree kernel takes.
@@ -959,7 +979,8 @@ struct ConvertFFFToGPUPass
         [](Operation *op) { return !whyTreeOpHasNoGPUKernel(op).empty(); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    if (failed(populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant, treeStaging))) {
+    if (failed(populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant,
+                                        treeStaging))) {
       getOperation().emitError("unknown tree-variant '")
           << treeVariant << "'; expected auto, latency or throughput";
       return signalPassFailure();
@@ -988,7 +1009,7 @@ LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
                                             bool cpuTwin, StringRef treeVariant,
                                             bool treeStaging) {
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
-                                                         cpuTwin);
+                                                          cpuTwin);
   return populateTreeOpsToGPUPatterns(patterns, cpuTwin, treeVariant,
                                       treeStaging);
 }

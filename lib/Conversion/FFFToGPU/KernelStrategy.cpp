@@ -172,8 +172,7 @@ DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("staged_levels", b.getI64IntegerAttr(stagedLevels)),
       b.getNamedAttr("tokens_per_block", b.getI64IntegerAttr(tokensPerBlock)),
       b.getNamedAttr("resident_blocks", b.getBoolAttr(residentBlocks)),
-      b.getNamedAttr("entries_per_token",
-                     b.getI64IntegerAttr(entriesPerToken)),
+      b.getNamedAttr("entries_per_token", b.getI64IntegerAttr(entriesPerToken)),
       b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
   });
 }
@@ -248,6 +247,7 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
           ? kTreeThroughputTokensPerBlock
           : kTreeLatencyTokensPerBlock;
   s.stagedLevels = levelsToStage(
-      shape, kTreeSharedBytes - entriesPerToken * s.tokensPerBlock * kRecordBytes);
+      shape,
+      kTreeSharedBytes - entriesPerToken * s.tokensPerBlock * kRecordBytes);
   return s;
 }

@@ -22,8 +22,8 @@ void LaneEmitter::useGPULanes(Value lane, Value partials) {
 }
 
 void LaneEmitter::useTwinLanes() {
-  auto buffer = MemRefType::get({std::max<int64_t>(lanes, kWarpSize)},
-                                b.getF32Type());
+  auto buffer =
+      MemRefType::get({std::max<int64_t>(lanes, kWarpSize)}, b.getF32Type());
   twinBuffers = {memref::AllocaOp::create(b, buffer),
                  memref::AllocaOp::create(b, buffer)};
 }
@@ -44,7 +44,8 @@ SmallVector<Value> LaneEmitter::groupSums(
   SmallVector<Value> sums;
   if (!onGPU()) {
     for (int64_t i = 0; i < count; ++i)
-      sums.push_back(twinGroupSum([&](Value lane) { return partialsOf(lane)[i]; }));
+      sums.push_back(
+          twinGroupSum([&](Value lane) { return partialsOf(lane)[i]; }));
     return sums;
   }
   sums = partialsOf(gpuLane);
@@ -81,14 +82,13 @@ Value LaneEmitter::gpuGroupSum(Value value) {
   Value warpSize = index(kWarpSize);
   Value laneInWarp = arith::RemUIOp::create(b, gpuLane, warpSize);
   Value warp = arith::DivUIOp::create(b, gpuLane, warpSize);
-  Value isLeader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                         laneInWarp, index(0));
-  inside(scf::IfOp::create(b, isLeader).getThenRegion(), [&] {
-    memref::StoreOp::create(b, value, sharedPartials, warp);
-  });
+  Value isLeader =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, laneInWarp, index(0));
+  inside(scf::IfOp::create(b, isLeader).getThenRegion(),
+         [&] { memref::StoreOp::create(b, value, sharedPartials, warp); });
   gpu::BarrierOp::create(b);
-  Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                           laneInWarp, index(lanes / kWarpSize));
+  Value hasPartial = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ult, laneInWarp, index(lanes / kWarpSize));
   auto read = scf::IfOp::create(b, b.getF32Type(), hasPartial,
                                 /*addThenBlock=*/true, /*addElseBlock=*/true);
   inside(read.getThenRegion(), [&] {
@@ -152,9 +152,13 @@ Value LaneEmitter::f32(double v) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
 }
 
-Value LaneEmitter::add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+Value LaneEmitter::add(Value x, Value y) {
+  return arith::AddFOp::create(b, x, y);
+}
 
-Value LaneEmitter::mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+Value LaneEmitter::mul(Value x, Value y) {
+  return arith::MulFOp::create(b, x, y);
+}
 
 Value LaneEmitter::sum(Value vector) {
   return vector::ReductionOp::create(b, vector::CombiningKind::ADD, vector);
@@ -218,8 +222,8 @@ gpu::GPUFuncOp fff::createKernel(RewriterBase &rewriter, Operation *op,
       spec.workgroupBuffers);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   rewriter.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
-      {int32_t(spec.threadsPerBlock), 1, 1}));
+  kernel.setKnownBlockSizeAttr(
+      rewriter.getDenseI32ArrayAttr({int32_t(spec.threadsPerBlock), 1, 1}));
   kernel->setAttr("fff.strategy", spec.strategy);
   // With the block size known, ptxas would otherwise cap registers for
   // occupancy (48 at 128 threads) and spill what is meant to stay in them.

@@ -1,4 +1,5 @@
-//===- LaneEmitter.h - per-lane kernel code, for a GPU or its twin -*- C++ -*-===//
+//===- LaneEmitter.h - per-lane kernel code, for a GPU or its twin -*- C++
+//-*-===//
 //
 // What every fff kernel emitter shares. A kernel is written once, as the
 // code of one lane of a group of threads that cooperate on a row or token,
@@ -54,7 +55,8 @@ protected:
   /// The sum over the group's lanes of `partialOf(lane)` (f32), seen by
   /// every lane. On the GPU every lane gets bitwise the same value: each
   /// butterfly step adds the same two operands in every lane of a pair.
-  mlir::Value groupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
+  mlir::Value
+  groupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
   /// `count` group sums at once, of the partials `partialsOf(lane)` returns.
   /// On the GPU all partials are computed first and the warp butterflies
   /// interleave, so that their loads and shuffles overlap.
@@ -83,10 +85,35 @@ protected:
 private:
   mlir::Value gpuWarpSum(mlir::Value value);
   mlir::Value gpuGroupSum(mlir::Value value);
-  mlir::Value twinGroupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
+  mlir::Value
+  twinGroupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
 
   mlir::Value sharedPartials;
   std::array<mlir::Value, 2> twinBuffers;
+};
+
+/// A kernel's parameters: the buffers and sizes a problem has (its non-null
+/// fields, given by address). The host launches the kernel with
+/// `operands()`; `bind` then points each field at the kernel's argument, so
+/// that the same problem struct describes the kernel body.
+class KernelParameters {
+public:
+  explicit KernelParameters(llvm::ArrayRef<mlir::Value *> fields) {
+    for (mlir::Value *field : fields)
+      if (*field) {
+        present.push_back(field);
+        values.push_back(*field);
+      }
+  }
+  mlir::ValueRange operands() const { return values; }
+  void bind(mlir::gpu::GPUFuncOp kernel) const {
+    for (auto [field, argument] : llvm::zip(present, kernel.getArguments()))
+      *field = argument;
+  }
+
+private:
+  llvm::SmallVector<mlir::Value *> present;
+  llvm::SmallVector<mlir::Value> values;
 };
 
 /// A kernel's shape, as recorded on its gpu.func.
@@ -111,7 +138,8 @@ mlir::gpu::GPUFuncOp createKernel(mlir::RewriterBase &rewriter,
 /// Launches `kernel` on `blocks` blocks of `threads` threads, unless there
 /// are no blocks (an empty batch), which CUDA rejects.
 void launchKernel(mlir::ImplicitLocOpBuilder &b, mlir::gpu::GPUFuncOp kernel,
-                  mlir::Value blocks, int64_t threads, mlir::ValueRange operands);
+                  mlir::Value blocks, int64_t threads,
+                  mlir::ValueRange operands);
 
 /// Collapses `tensor` to rank `groups.size()` and returns it as a read-only
 /// buffer; null stays null.

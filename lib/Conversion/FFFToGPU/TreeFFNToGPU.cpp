@@ -42,9 +42,9 @@ namespace {
 /// One tree kernel's buffers, with every weight tensor viewed as a matrix of
 /// rows a warp reads whole.
 struct TreeProblem {
-  bool leafMLP;        // leaf_tree_ffn
+  bool leafMLP; // leaf_tree_ffn
   Activation activation;
-  int64_t trees;       // K; 1 for leaf_tree_ffn
+  int64_t trees; // K; 1 for leaf_tree_ffn
   int64_t nodesPerTree;
   int64_t levels;      // routing levels: depth + 1 (tree_ffn), depth (leaf)
   int64_t hiddenWidth; // leaf_tree_ffn's W
@@ -53,10 +53,11 @@ struct TreeProblem {
   Value input;        // [B, Din]
   Value routeWeights; // [K * N, Din]: w_in or node_w
   Value routeBias;    // [K * N]: b_in (optional) or node_b
-  Value hiddenWeights, hiddenBias; // leaf: w1 as [leaves * Din, W], b1 [leaves, W]
-  Value outWeights;   // [K * N, Dout] (w_out) or [leaves * W, Dout] (w2)
-  Value outBias;      // b_out [Dout] (optional) or b2 [leaves, Dout]
-  Value output;       // [B, Dout]
+  Value hiddenWeights,
+      hiddenBias;   // leaf: w1 as [leaves * Din, W], b1 [leaves, W]
+  Value outWeights; // [K * N, Dout] (w_out) or [leaves * W, Dout] (w2)
+  Value outBias;    // b_out [Dout] (optional) or b2 [leaves, Dout]
+  Value output;     // [B, Dout]
   Value rows, inWidth, outWidth;
 
   std::optional<int64_t> staticInWidth, staticOutWidth;
@@ -89,8 +90,7 @@ public:
         b, arith::MulIOp::create(b, blockId, index(s.tokensPerBlock)), warp);
     // Whole warps skip tokens past the end, so no shuffle loses its lanes.
     if (s.residentBlocks) {
-      Value stride =
-          arith::MulIOp::create(b, blocks, index(s.tokensPerBlock));
+      Value stride = arith::MulIOp::create(b, blocks, index(s.tokensPerBlock));
       auto tokens = kernelLoop(first, p.rows, stride);
       inside(tokens.getRegion(), [&] {
         token = tokens.getInductionVar();
@@ -108,11 +108,10 @@ public:
   /// would. Returns the loop over tokens.
   Operation *emitCPUTwin() {
     useTwinLanes();
-    records = {
-        memref::AllocaOp::create(
-            b, MemRefType::get({s.entriesPerToken}, b.getF32Type())),
-        memref::AllocaOp::create(
-            b, MemRefType::get({s.entriesPerToken}, b.getI32Type()))};
+    records = {memref::AllocaOp::create(
+                   b, MemRefType::get({s.entriesPerToken}, b.getF32Type())),
+               memref::AllocaOp::create(
+                   b, MemRefType::get({s.entriesPerToken}, b.getI32Type()))};
     prepare();
     if (s.stagedLevels) {
       // Aligned like shared memory, for the kernel's 16-byte accesses.
@@ -124,9 +123,9 @@ public:
       auto [inType, outType] = stagedTypes(b.getContext());
       stagedInput = hostBuffer(inType);
       stagedOutput = hostBuffer(outType);
-      auto threads = kernelLoop(index(0),
-                                        index(s.threadsPerBlock()), index(1));
-      inside(threads.getRegion(), [&] { stageRows(threads.getInductionVar()); });
+      auto threads = kernelLoop(index(0), index(s.threadsPerBlock()), index(1));
+      inside(threads.getRegion(),
+             [&] { stageRows(threads.getInductionVar()); });
     }
     auto tokens = kernelLoop(index(0), p.rows, index(1));
     inside(tokens.getRegion(), [&] {
@@ -174,7 +173,8 @@ private:
 
   void prepare() {
     inVectors = arith::DivUIOp::create(b, p.inWidth, index(s.in.vectorWidth));
-    outVectors = arith::DivUIOp::create(b, p.outWidth, index(s.out.vectorWidth));
+    outVectors =
+        arith::DivUIOp::create(b, p.outWidth, index(s.out.vectorWidth));
   }
 
   /// This thread's share of copying the staged rows (the top levels of
@@ -184,14 +184,13 @@ private:
     int64_t stagedRows = p.trees * s.stagedNodesPerTree();
     auto copy = [&](Value from, Value to, int64_t rowWidth, int64_t width) {
       int64_t vectorsPerRow = rowWidth / width;
-      auto loop = kernelLoop(thread,
-                                     index(stagedRows * vectorsPerRow),
-                                     index(s.threadsPerBlock()));
+      auto loop = kernelLoop(thread, index(stagedRows * vectorsPerRow),
+                             index(s.threadsPerBlock()));
       inside(loop.getRegion(), [&] {
         Value v = loop.getInductionVar();
         Value stagedRow = arith::DivUIOp::create(b, v, index(vectorsPerRow));
-        Value col = column(arith::RemUIOp::create(b, v, index(vectorsPerRow)),
-                           width);
+        Value col =
+            column(arith::RemUIOp::create(b, v, index(vectorsPerRow)), width);
         Value tree =
             arith::DivUIOp::create(b, stagedRow, index(s.stagedNodesPerTree()));
         Value node =
@@ -200,8 +199,9 @@ private:
             b, arith::MulIOp::create(b, tree, index(p.nodesPerTree)), node);
         auto type = VectorType::get({width}, p.elementType);
         llvm::MaybeAlign alignment = vectorAlignment(p.elementType, width);
-        Value vector = vector::LoadOp::create(b, type, from, ValueRange{row, col},
-                                              /*nontemporal=*/false, alignment);
+        Value vector =
+            vector::LoadOp::create(b, type, from, ValueRange{row, col},
+                                   /*nontemporal=*/false, alignment);
         vector::StoreOp::create(b, vector, to, ValueRange{stagedRow, col},
                                 /*nontemporal=*/false, alignment);
       });
@@ -258,10 +258,10 @@ private:
   /// Runs `step` over a lane's vectors of a row of `vectors` vectors
   /// (`staticVectors` when known), as `walk` says: straight-line for one
   /// step, else a loop over the steps that threads `inits` through.
-  SmallVector<Value>
-  walkRow(Value lane, const TreeStrategy::LaneWalk &walk, Value vectors,
-          std::optional<int64_t> staticVectors, ValueRange inits,
-          function_ref<SmallVector<Value>(ArrayRef<LaneVector>, ValueRange)> step) {
+  SmallVector<Value> walkRow(
+      Value lane, const TreeStrategy::LaneWalk &walk, Value vectors,
+      std::optional<int64_t> staticVectors, ValueRange inits,
+      function_ref<SmallVector<Value>(ArrayRef<LaneVector>, ValueRange)> step) {
     auto vectorsFrom = [&](Value first, std::optional<int64_t> staticFirst) {
       SmallVector<LaneVector> result;
       for (int64_t i = 0; i < walk.vectorsPerStep; ++i) {
@@ -276,8 +276,8 @@ private:
           result.push_back({chunk, Value()});
           continue;
         }
-        Value inRow = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                            chunk, vectors);
+        Value inRow =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk, vectors);
         Value last = arith::SubIOp::create(b, vectors, index(1));
         result.push_back({arith::MinUIOp::create(b, chunk, last), inRow});
       }
@@ -311,9 +311,11 @@ private:
           Value acc = accs[0];
           for (auto [i, v] : llvm::enumerate(vectors)) {
             Value x = gpuInput.empty() ? inputVector(v.chunk) : gpuInput[i];
-            Value next = fma(
-                x, loadVector(weights, row, column(v.chunk, width), width), acc);
-            acc = v.inRow ? arith::SelectOp::create(b, v.inRow, next, acc) : next;
+            Value next =
+                fma(x, loadVector(weights, row, column(v.chunk, width), width),
+                    acc);
+            acc =
+                v.inRow ? arith::SelectOp::create(b, v.inRow, next, acc) : next;
           }
           return SmallVector<Value>{acc};
         })[0];
@@ -328,10 +330,12 @@ private:
   /// 2 * node + 1 + (goRight ? 1 : 0).
   Value child(Value node, Value goRight) {
     Value right = arith::IndexCastOp::create(
-        b, b.getIndexType(), arith::ExtUIOp::create(b, b.getI64Type(), goRight));
+        b, b.getIndexType(),
+        arith::ExtUIOp::create(b, b.getI64Type(), goRight));
     return arith::AddIOp::create(
-        b, arith::AddIOp::create(b, arith::MulIOp::create(b, node, index(2)),
-                                 index(1)),
+        b,
+        arith::AddIOp::create(b, arith::MulIOp::create(b, node, index(2)),
+                              index(1)),
         right);
   }
 
@@ -342,9 +346,9 @@ private:
     SmallVector<Value> indices = recordPrefix;
     indices.push_back(entry);
     memref::StoreOp::create(b, coefficient, records[0], indices);
-    memref::StoreOp::create(
-        b, arith::IndexCastOp::create(b, b.getI32Type(), row), records[1],
-        indices);
+    memref::StoreOp::create(b,
+                            arith::IndexCastOp::create(b, b.getI32Type(), row),
+                            records[1], indices);
   }
 
   /// One tree's walk: where its rows are, and what happens at each node.
@@ -363,19 +367,19 @@ private:
       rows.push_back(arith::AddIOp::create(
           b, staged ? walk.stagedBase : walk.treeBase, node));
     Value weights = staged ? stagedInput : p.routeWeights;
-    SmallVector<Value> logits =
-        groupSums(nodes.size(), [&](Value lane) {
-          SmallVector<Value> partials;
-          for (Value row : rows)
-            partials.push_back(dotPartial(lane, weights, row));
-          return partials;
-        });
+    SmallVector<Value> logits = groupSums(nodes.size(), [&](Value lane) {
+      SmallVector<Value> partials;
+      for (Value row : rows)
+        partials.push_back(dotPartial(lane, weights, row));
+      return partials;
+    });
     if (p.routeBias)
       for (auto [logit, node] : llvm::zip(logits, nodes))
-        logit = add(logit, widen(memref::LoadOp::create(
-                               b, p.routeBias,
-                               ValueRange{arith::AddIOp::create(
-                                   b, walk.treeBase, node)})));
+        logit = add(
+            logit,
+            widen(memref::LoadOp::create(
+                b, p.routeBias,
+                ValueRange{arith::AddIOp::create(b, walk.treeBase, node)})));
     return logits;
   }
 
@@ -404,8 +408,8 @@ private:
                      function_ref<Value(Value level, Value node)> step) {
       if (count == 0)
         return from;
-      auto loop = kernelLoop(index(0), index(count), index(1),
-                                     ValueRange{from});
+      auto loop =
+          kernelLoop(index(0), index(count), index(1), ValueRange{from});
       inside(loop.getRegion(), [&] {
         Value level = arith::AddIOp::create(
             b, index(begin),
@@ -421,7 +425,8 @@ private:
       SmallVector<Value> logits = nodeLogits(walk, {node, left, right}, staged);
       Value right0 = goesRight(walk, logits[0]);
       Value next = arith::SelectOp::create(b, right0, right, left);
-      Value nextLogit = arith::SelectOp::create(b, right0, logits[2], logits[1]);
+      Value nextLogit =
+          arith::SelectOp::create(b, right0, logits[2], logits[1]);
       visit(walk, level, node, logits[0]);
       visit(walk, arith::AddIOp::create(b, level, index(1)), next, nextLogit);
       return child(next, goesRight(walk, nextLogit));
@@ -448,7 +453,8 @@ private:
             arith::MulIOp::create(b, tree, index(s.stagedNodesPerTree()));
       walk.firstEntry = arith::MulIOp::create(b, tree, index(p.levels));
       walk.goRight = arith::CmpFPredicate::OGT;
-      Value node = walkLevels(walk, 0, s.stagedLevels, index(0), /*staged=*/true);
+      Value node =
+          walkLevels(walk, 0, s.stagedLevels, index(0), /*staged=*/true);
       walkLevels(walk, s.stagedLevels, p.levels, node, /*staged=*/false);
     });
   }
@@ -474,8 +480,9 @@ private:
     });
     Value firstRow = arith::MulIOp::create(b, leaf, index(p.hiddenWidth));
     for (auto [unit, sum] : llvm::enumerate(hidden)) {
-      Value biased = add(sum, widen(memref::LoadOp::create(
-                                  b, p.hiddenBias, ValueRange{leaf, index(unit)})));
+      Value biased =
+          add(sum, widen(memref::LoadOp::create(
+                       b, p.hiddenBias, ValueRange{leaf, index(unit)})));
       record(index(unit), arith::AddIOp::create(b, firstRow, index(unit)),
              buildActivation(b, b.getLoc(), p.activation, biased));
     }
@@ -487,12 +494,13 @@ private:
   Value hiddenPartials(Value lane) {
     Value firstRow = arith::MulIOp::create(b, leaf, p.inWidth);
     auto loop = kernelLoop(lane, p.inWidth, index(kWarpSize),
-                                   ValueRange{zeros(p.hiddenWidth)});
+                           ValueRange{zeros(p.hiddenWidth)});
     inside(loop.getRegion(), [&] {
       Value d = loop.getInductionVar();
       Value x = widen(memref::LoadOp::create(b, p.input, ValueRange{token, d}));
-      Value row = loadVector(p.hiddenWeights, arith::AddIOp::create(b, firstRow, d),
-                             index(0), p.hiddenWidth);
+      Value row =
+          loadVector(p.hiddenWeights, arith::AddIOp::create(b, firstRow, d),
+                     index(0), p.hiddenWidth);
       Value xs = vector::BroadcastOp::create(
           b, VectorType::get({p.hiddenWidth}, b.getF32Type()), x);
       scf::YieldOp::create(b, fma(xs, row, loop.getRegionIterArg(0)));
@@ -565,13 +573,15 @@ private:
     SmallVector<Value> columns, accs;
     for (LaneVector v : vectors) {
       columns.push_back(column(v.chunk, width));
-      accs.push_back(p.outBias ? loadVector(p.outBias, leaf, columns.back(), width)
-                               : zeros(width));
+      accs.push_back(p.outBias
+                         ? loadVector(p.outBias, leaf, columns.back(), width)
+                         : zeros(width));
     }
     auto accumulate = [&](Value entry, std::optional<int64_t> staticEntry,
                           ValueRange in) {
       auto [coefficient, row] = loadRecord(entry);
-      Value coefficients = vector::BroadcastOp::create(b, f32Vector, coefficient);
+      Value coefficients =
+          vector::BroadcastOp::create(b, f32Vector, coefficient);
       SmallVector<Value> out;
       for (auto [weights, acc] :
            llvm::zip(outputRow(entry, staticEntry, row, columns), in))
@@ -582,19 +592,20 @@ private:
       for (int64_t e = 0; e < s.entriesPerToken; ++e)
         accs = accumulate(index(e), e, accs);
     } else {
-      auto entries = kernelLoop(index(0), index(s.entriesPerToken),
-                                        index(1), accs);
+      auto entries =
+          kernelLoop(index(0), index(s.entriesPerToken), index(1), accs);
       inside(entries.getRegion(), [&] {
-        scf::YieldOp::create(b, accumulate(entries.getInductionVar(),
-                                           std::nullopt,
-                                           entries.getRegionIterArgs()));
+        scf::YieldOp::create(b,
+                             accumulate(entries.getInductionVar(), std::nullopt,
+                                        entries.getRegionIterArgs()));
       });
       accs = llvm::to_vector_of<Value>(entries.getResults());
     }
     for (auto [v, col, acc] : llvm::zip(vectors, columns, accs)) {
       Value y = acc;
       if (!p.elementType.isF32())
-        y = arith::TruncFOp::create(b, VectorType::get({width}, p.elementType), y);
+        y = arith::TruncFOp::create(b, VectorType::get({width}, p.elementType),
+                                    y);
       auto store = [&] {
         vector::StoreOp::create(b, y, p.output, ValueRange{token, col},
                                 /*nontemporal=*/false,
@@ -710,7 +721,8 @@ strategiesFor(Operation *op, std::optional<TreeStrategy::Variant> forced,
        {TreeStrategy::Variant::Latency, TreeStrategy::Variant::Throughput}) {
     if (forced && variant != *forced)
       continue;
-    FailureOr<TreeStrategy> strategy = selectTreeStrategy(*shape, variant, whyNot);
+    FailureOr<TreeStrategy> strategy =
+        selectTreeStrategy(*shape, variant, whyNot);
     if (failed(strategy))
       return failure();
     strategies.push_back(*strategy);
@@ -748,18 +760,11 @@ void emitTreeKernel(RewriterBase &rewriter, Operation *op,
   }
 
   TreeProblem inKernel = host;
-  SmallVector<Value *> fields{
-      &inKernel.input,      &inKernel.routeWeights, &inKernel.routeBias,
-      &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
-      &inKernel.outBias,    &inKernel.output,       &inKernel.rows,
-      &inKernel.inWidth,    &inKernel.outWidth};
-  SmallVector<Value *> present;
-  SmallVector<Value> operands;
-  for (Value *field : fields)
-    if (*field) {
-      present.push_back(field);
-      operands.push_back(*field);
-    }
+  KernelParameters parameters(
+      {&inKernel.input, &inKernel.routeWeights, &inKernel.routeBias,
+       &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
+       &inKernel.outBias, &inKernel.output, &inKernel.rows, &inKernel.inWidth,
+       &inKernel.outWidth});
 
   // e.g. tree_ffn_bf16_768x768_depth11_latency.
   KernelSpec spec;
@@ -790,9 +795,9 @@ void emitTreeKernel(RewriterBase &rewriter, Operation *op,
     auto [input, output] = hostEmitter.stagedTypes(b.getContext());
     spec.workgroupBuffers.append({input, output});
   }
-  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
-  for (auto [field, arg] : llvm::zip(present, kernel.getArguments()))
-    *field = arg;
+  gpu::GPUFuncOp kernel =
+      createKernel(rewriter, op, spec, parameters.operands());
+  parameters.bind(kernel);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&kernel.front());
@@ -809,7 +814,8 @@ void emitTreeKernel(RewriterBase &rewriter, Operation *op,
   if (strategy.residentBlocks)
     blocks = arith::MinUIOp::create(
         b, blocks, arith::ConstantIndexOp::create(b, kTreeResidentBlocks));
-  launchKernel(b, kernel, blocks, strategy.threadsPerBlock(), operands);
+  launchKernel(b, kernel, blocks, strategy.threadsPerBlock(),
+               parameters.operands());
 }
 
 /// Emits `strategies`' kernels (or twins); with two, the host runs the
@@ -856,8 +862,7 @@ Value commonProblem(ImplicitLocOpBuilder &b, TreeProblem &p, Operation *op,
 
 /// The problem of `op`, whose output buffer it returns.
 Value describe(ImplicitLocOpBuilder &b, TreeFFNOp op,
-               TreeFFNOp::Adaptor adaptor,
-               TreeProblem &p) {
+               TreeFFNOp::Adaptor adaptor, TreeProblem &p) {
   p.leafMLP = false;
   p.activation = op.getActivation();
   p.trees = *staticDim(op.getWIn(), 0);
@@ -888,8 +893,7 @@ Value describe(ImplicitLocOpBuilder &b, LeafTreeFFNOp op,
   return commonProblem(b, p, op, adaptor.getInput(), adaptor.getW2());
 }
 
-template <typename Op>
-struct TreeToGPUPattern : OpConversionPattern<Op> {
+template <typename Op> struct TreeToGPUPattern : OpConversionPattern<Op> {
   TreeToGPUPattern(MLIRContext *context, bool cpuTwin,
                    std::optional<TreeStrategy::Variant> variant, bool staging)
       : OpConversionPattern<Op>(context), cpuTwin(cpuTwin), variant(variant),

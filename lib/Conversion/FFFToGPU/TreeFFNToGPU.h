@@ -20,10 +20,9 @@ namespace fff {
 /// chosen by batch size, for `treeVariant` "auto"; only the one named by
 /// "latency" or "throughput". Fails for any other `treeVariant`. Without
 /// `staging`, no kernel stages rows in shared memory.
-llvm::LogicalResult populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns,
-                                                 bool cpuTwin,
-                                                 llvm::StringRef treeVariant,
-                                                 bool staging);
+llvm::LogicalResult
+populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns, bool cpuTwin,
+                             llvm::StringRef treeVariant, bool staging);
 
 /// Why the tree op `op` has no GPU kernel, or "" when it has one.
 std::string whyTreeOpHasNoGPUKernel(mlir::Operation *op);

@@ -16,9 +16,9 @@
 # CHECK: all {{[0-9]+}} checks passed
 
 import re
-import subprocess
 import sys
-import tempfile
+
+from ptxcheck import Checks, compile_and_assemble, registers, spills
 
 fff_opt, fff_translate, ptxas = sys.argv[1:]
 BYTES = {"f32": 4, "f16": 2, "bf16": 2}
@@ -78,30 +78,11 @@ for dtype in BYTES:
 for activation in ACTIVATIONS:
     tree_ffn("bf16", 512, 512, depth=7, activation=activation, biases=activation != "relu")
 
-lowered = subprocess.run([fff_opt, "--fff-gpu-pipeline=chip=sm_90", "-"], input="\n".join(functions),
-                         capture_output=True, text=True, check=True).stdout
-ptx = subprocess.run([fff_translate, "--fff-extract-ptx"], input=lowered,
-                     capture_output=True, text=True, check=True).stdout
-failures, checks = [], 0
-
-
-def check(ok, message):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(message)
-
-
-with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-    f.write(ptx)
-    f.flush()
-    result = subprocess.run([ptxas, "-arch=sm_90", "-v", f.name, "-o", "/dev/null"],
-                            capture_output=True, text=True)
-info = result.stdout + result.stderr
-check(result.returncode == 0, f"ptxas rejected the module:\n{info}")
-resources = dict(re.findall(r"Compiling entry function '(\w+)' for 'sm_90'\n(.*?)(?=ptxas info    : Compiling|\Z)",
-                            info, flags=re.S))
-bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n}\n", ptx, flags=re.S))
+ptx, accepted, info, bodies, resources = compile_and_assemble(fff_opt, fff_translate, ptxas,
+                                                              "\n".join(functions))
+checks = Checks()
+check = checks.check
+check(accepted, f"ptxas rejected the module:\n{info}")
 check(ptx.count(".entry") == 2 * len(expected), f"{ptx.count('.entry')} .entry for {len(expected)} ops")
 check("__nv_" not in ptx, "a libdevice call in the PTX")
 
@@ -120,16 +101,12 @@ for prefix, dtype, din, dout in expected:
             check(re.search(r"ld\.global(\.nc)?\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit ld.global")
         if dout * BYTES[dtype] % 16 == 0:
             check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
-        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
-        registers = re.search(r"Used (\d+) registers", report)
+        spilled = spills(report)
         smem = re.search(r"(\d+) bytes smem", report)
-        check(spills is not None, f"{name}: no resource report")
-        clean = spills is not None and spills.groups() == ("0", "0", "0")
+        check(spilled is not None, f"{name}: no resource report")
         if max(din or 0, dout) <= 4096:
-            check(clean, f"{name}: spills or stack: {report}")
-        print(f"{name:<62} {registers.group(1) if registers else '?':>3} registers "
-              f"{smem.group(1) if smem else 0:>6} bytes smem  {'no spills' if clean else 'SPILLS'}")
+            check(spilled == (0, 0, 0), f"{name}: spills or stack: {report}")
+        print(f"{name:<62} {registers(report):>3} registers {smem.group(1) if smem else 0:>6} bytes smem  "
+              f"{'no spills' if spilled == (0, 0, 0) else 'SPILLS'}")
 
-if failures:
-    sys.exit(f"{len(failures)} of {checks} checks failed:\n" + "\n".join(failures))
-print(f"all {checks} checks passed")
+checks.finish()

@@ -21,10 +21,9 @@ namespace fff {
 /// Without `treeStaging`, throughput kernels stage no rows.
 /// Kernels may use math ops that convert-fff-to-gpu then approximates by
 /// polynomials.
-llvm::LogicalResult populateFFFToGPUPatterns(mlir::RewritePatternSet &patterns,
-                                             bool cpuTwin = false,
-                                             llvm::StringRef treeVariant = "auto",
-                                             bool treeStaging = true);
+llvm::LogicalResult populateFFFToGPUPatterns(
+    mlir::RewritePatternSet &patterns, bool cpuTwin = false,
+    llvm::StringRef treeVariant = "auto", bool treeStaging = true);
 
 } // namespace fff
 

@@ -146,7 +146,9 @@ struct TreeStrategy {
   static llvm::StringRef variantName(Variant variant);
   int64_t threadsPerBlock() const { return kWarpSize * tokensPerBlock; }
   /// Rows staged per tree: the nodes of the top `stagedLevels` levels.
-  int64_t stagedNodesPerTree() const { return (int64_t(1) << stagedLevels) - 1; }
+  int64_t stagedNodesPerTree() const {
+    return (int64_t(1) << stagedLevels) - 1;
+  }
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
 };
 
