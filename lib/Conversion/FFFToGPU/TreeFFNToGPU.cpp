@@ -490,11 +490,13 @@ private:
 
   /// A lane's part of x[token] @ w1[leaf]: the lane takes input elements
   /// lane, lane + 32, ... and adds x[d] times row d of w1[leaf] (W
-  /// contiguous values; a warp reads 32 consecutive rows).
+  /// contiguous values; a warp reads 32 consecutive rows). The one loop
+  /// left for ptxas to unroll: each iteration's loads are independent, and
+  /// unrolled they are in flight together.
   Value hiddenPartials(Value lane) {
     Value firstRow = arith::MulIOp::create(b, leaf, p.inWidth);
-    auto loop = kernelLoop(lane, p.inWidth, index(kWarpSize),
-                           ValueRange{zeros(p.hiddenWidth)});
+    auto loop = scf::ForOp::create(b, lane, p.inWidth, index(kWarpSize),
+                                   ValueRange{zeros(p.hiddenWidth)});
     inside(loop.getRegion(), [&] {
       Value d = loop.getInductionVar();
       Value x = widen(memref::LoadOp::create(b, p.input, ValueRange{token, d}));

@@ -134,4 +134,6 @@ if TWIN:
     case("f16", 4, 2056, 4104, trees=1, depth=3, activation="relu", biases=False, dynamic=True)
     case("f32", 6, 20, 12, trees=12, depth=2, activation="gelu", biases=True, dynamic=True)
     case("f32", 3, 8, 16, trees=1, depth=15, activation="gelu", biases=True, dynamic=True)
+    for activation in ("gelu_tanh", "relu", "silu", "identity"):
+        case("bf16", 7, 96, 40, trees=2, depth=4, activation=activation, biases=False, dynamic=True)
 check.finish()
