@@ -5,6 +5,7 @@
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -222,6 +223,11 @@ gpu::GPUFuncOp fff::createKernel(RewriterBase &rewriter, Operation *op,
       spec.workgroupBuffers);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   rewriter.getUnitAttr());
+  // Shared memory is otherwise aligned only to its element type, and the
+  // kernels access it with 128-bit vectors.
+  for (unsigned i = 0; i < spec.workgroupBuffers.size(); ++i)
+    kernel.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                       rewriter.getI64IntegerAttr(16));
   kernel.setKnownBlockSizeAttr(
       rewriter.getDenseI32ArrayAttr({int32_t(spec.threadsPerBlock), 1, 1}));
   kernel->setAttr("fff.strategy", spec.strategy);

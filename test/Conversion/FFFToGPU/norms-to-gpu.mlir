@@ -40,7 +40,7 @@ func.func @odd_row(%x: tensor<?x127xf16>, %g: tensor<127xf16>) -> tensor<?x127xf
 // Long rows: a block per row, partial sums across warps through 32 floats of
 // shared memory, one barrier pair per reduction.
 // CHECK-LABEL: gpu.func @layer_norm_f32_8192_block_per_row
-// CHECK-SAME:    workgroup(%[[SMEM:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    workgroup(%[[SMEM:[^ ]*]] : memref<32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME:    kind = "block_per_row", max_registers = 64 : i64, rows_per_block = 1 : i64, threads_per_row = 256 : i64, vector_width = 4 : i64, vectors_per_thread = 8 : i64
 // CHECK:         memref.store %{{.*}}, %[[SMEM]][%{{.*}}] : memref<32xf32, #gpu.address_space<workgroup>>
 // CHECK:         gpu.barrier

@@ -7,6 +7,7 @@
 #   - rows whose width allows 16-byte vectors use 128-bit ld.global and
 #     st.global;
 #   - no libdevice calls (activations are polynomial approximations);
+#   - shared memory aligned for its 128-bit accesses;
 #   - no spills and no stack frame for widths up to 4096.
 #
 # REQUIRES: ptxas
@@ -85,6 +86,8 @@ check = checks.check
 check(accepted, f"ptxas rejected the module:\n{info}")
 check(ptx.count(".entry") == 2 * len(expected), f"{ptx.count('.entry')} .entry for {len(expected)} ops")
 check("__nv_" not in ptx, "a libdevice call in the PTX")
+for alignment, name in re.findall(r"\.shared \.align (\d+) \.b8 (\w+)", ptx):
+    check(int(alignment) >= 16, f"{name}: shared memory aligned to {alignment} bytes")
 
 seen = set()
 for prefix, dtype, din, dout in expected:
