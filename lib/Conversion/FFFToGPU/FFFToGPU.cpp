@@ -356,8 +356,7 @@ private:
     vectors = arith::DivUIOp::create(b, p.rowSize, index(s.vectorWidth));
   }
 
-  //===--- Loads and stores
-  //-------------------------------------------------===//
+  //===--- Loads and stores -----------------------------------------------===//
 
   /// `vectorWidth` elements at vector index `chunk` of the row (or of a
   /// parameter when `rowIndex` is null), in the buffer's element type.
@@ -471,8 +470,7 @@ private:
     storeVector(y, chunk);
   }
 
-  //===--- The row: written once, over lanes
-  //--------------------------------===//
+  //===--- The row: written once, over lanes ------------------------------===//
 
   void emitRow() {
     auto [mean, rstd] = s.kind == NormStrategy::Kind::Looped
