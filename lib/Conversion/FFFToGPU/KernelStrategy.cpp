@@ -85,9 +85,10 @@ NormStrategy fff::selectNormStrategy(std::optional<int64_t> rowSize,
 }
 
 namespace {
-/// Input vectors a lane loads at once per level, a routing weight and an x
-/// vector each: 64 registers of loads in flight.
-constexpr int64_t kTreeInputVectorsPerStep = 8;
+/// Loads a lane has in flight per step of a walk over x: an x vector and
+/// one vector of each row being routed (1, or 3 when a step decides two
+/// levels) per input vector; 64 registers' worth.
+constexpr int64_t kTreeInputLoadsPerStep = 16;
 /// A lane keeps x in registers up to this many 32-bit registers' worth.
 constexpr int64_t kTreeInputRegisters = 16;
 /// A lane sums at most 32 output values at once, in steps over its part of
@@ -212,7 +213,10 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   s.variant = variant;
   s.entriesPerToken = entriesPerToken;
   s.hiddenWidth = shape.hiddenWidth;
-  s.in = laneWalk(shape.inWidth, elementType, kTreeInputVectorsPerStep);
+  s.levelsPerStep = variant == TreeStrategy::Variant::Latency ? 2 : 1;
+  int64_t rowsPerStep = (int64_t(1) << s.levelsPerStep) - 1;
+  s.in = laneWalk(shape.inWidth, elementType,
+                  kTreeInputLoadsPerStep / (1 + rowsPerStep));
   // Packed 16-bit values take half a register each.
   int64_t inputRegisters = s.in.vectorsPerStep * s.in.vectorWidth *
                            elementType.getIntOrFloatBitWidth() / 32;
@@ -233,13 +237,11 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   s.maxRegisters = kTreeRegisters;
 
   if (variant == TreeStrategy::Variant::Latency) {
-    s.levelsPerStep = 2;
     s.stagedLevels = 0;
     s.tokensPerBlock = kTreeLatencyTokensPerBlock;
     s.residentBlocks = false;
     return s;
   }
-  s.levelsPerStep = 1;
   s.residentBlocks = true;
   s.tokensPerBlock =
       entriesPerToken * kTreeThroughputTokensPerBlock * kRecordBytes <=

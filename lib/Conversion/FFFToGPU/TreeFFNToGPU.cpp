@@ -302,24 +302,32 @@ private:
     return llvm::to_vector_of<Value>(loop.getResults());
   }
 
-  /// A lane's part of dot(x[token], weights[row]).
-  Value dotPartial(Value lane, Value weights, Value row) {
+  /// A lane's parts of dot(x[token], weights[row]) for each of `rows`, in
+  /// one walk over x: each step loads its x vectors once and every row's
+  /// vectors beside them, all in flight together.
+  SmallVector<Value> dotPartials(Value lane, Value weights,
+                                 ArrayRef<Value> rows) {
     int64_t width = s.in.vectorWidth;
-    Value acc = walkRow(
-        lane, s.in, inVectors, staticVectors(p.staticInWidth, width),
-        zeros(width), [&](ArrayRef<LaneVector> vectors, ValueRange accs) {
-          Value acc = accs[0];
+    SmallVector<Value> inits(rows.size(), zeros(width));
+    SmallVector<Value> accs = walkRow(
+        lane, s.in, inVectors, staticVectors(p.staticInWidth, width), inits,
+        [&](ArrayRef<LaneVector> vectors, ValueRange in) {
+          SmallVector<Value> accs(in);
           for (auto [i, v] : llvm::enumerate(vectors)) {
             Value x = gpuInput.empty() ? inputVector(v.chunk) : gpuInput[i];
-            Value next =
-                fma(x, loadVector(weights, row, column(v.chunk, width), width),
-                    acc);
-            acc =
-                v.inRow ? arith::SelectOp::create(b, v.inRow, next, acc) : next;
+            Value col = column(v.chunk, width);
+            for (auto [acc, row] : llvm::zip(accs, rows)) {
+              Value next = fma(x, loadVector(weights, row, col, width), acc);
+              acc = v.inRow ? arith::SelectOp::create(b, v.inRow, next, acc)
+                            : next;
+            }
           }
-          return SmallVector<Value>{acc};
-        })[0];
-    return sum(acc);
+          return accs;
+        });
+    SmallVector<Value> partials;
+    for (Value acc : accs)
+      partials.push_back(sum(acc));
+    return partials;
   }
 
   static std::optional<int64_t> staticVectors(std::optional<int64_t> width,
@@ -368,10 +376,7 @@ private:
           b, staged ? walk.stagedBase : walk.treeBase, node));
     Value weights = staged ? stagedInput : p.routeWeights;
     SmallVector<Value> logits = groupSums(nodes.size(), [&](Value lane) {
-      SmallVector<Value> partials;
-      for (Value row : rows)
-        partials.push_back(dotPartial(lane, weights, row));
-      return partials;
+      return dotPartials(lane, weights, rows);
     });
     if (p.routeBias)
       for (auto [logit, node] : llvm::zip(logits, nodes))

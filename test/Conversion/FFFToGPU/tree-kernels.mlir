@@ -93,14 +93,17 @@ func.func @ultrafastbert_1x11(%x: tensor<?x768xbf16>, %wi: tensor<1x4095x768xbf1
 
 // -----
 
-// Wide rows: a lane takes its input in 4 steps of 8 vectors (a loop),
-// rereading x from L1 at each level, and its output in 3 steps of 3
-// vectors; 250 output vectors do not fill the last step, so its vectors are
-// clamped and their stores masked. Too wide to stage.
+// Wide rows: a lane walks x in steps (a loop), rereading it from L1 at each
+// level: the latency kernel takes 8 steps of 4 vectors, each loading the x
+// vectors once and the three rows' vectors beside them (16 loads). Its
+// output takes 3 steps of 3 vectors; 250 output vectors do not fill the
+// last step, so its vectors are clamped and their stores masked. The
+// throughput kernel walks one row a level, in 4 steps of 8 vectors. Too wide
+// to stage.
 // CHECK-LABEL: gpu.func @tree_ffn_f32_4096x1000_depth4_latency
-// CHECK-SAME:    in = {steps = 4 : i64, vector_width = 4 : i64, vectors_per_step = 8 : i64}, input_in_registers = false
+// CHECK-SAME:    in = {steps = 8 : i64, vector_width = 4 : i64, vectors_per_step = 4 : i64}, input_in_registers = false
 // CHECK-SAME:    out = {steps = 3 : i64, vector_width = 4 : i64, vectors_per_step = 3 : i64}
-// CHECK:         scf.for {{.*}} to %c4 {{.*}} -> (vector<4xf32>)
+// CHECK:         scf.for {{.*}} to %c8 {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>)
 // CHECK-COUNT-16:  vector.load
 // CHECK:         gpu.shuffle xor
 // CHECK:         arith.maximumf
@@ -110,7 +113,10 @@ func.func @ultrafastbert_1x11(%x: tensor<?x768xbf16>, %wi: tensor<1x4095x768xbf1
 // CHECK:           scf.if
 // CHECK-NEXT:        vector.store
 // CHECK-LABEL: gpu.func @tree_ffn_f32_4096x1000_depth4_throughput
+// CHECK-SAME:    in = {steps = 4 : i64, vector_width = 4 : i64, vectors_per_step = 8 : i64}
 // CHECK-SAME:    staged_levels = 0 : i64
+// CHECK:         scf.for {{.*}} to %c4 {{.*}} -> (vector<4xf32>)
+// CHECK-COUNT-16:  vector.load
 func.func @wide(%x: tensor<?x4096xf32>, %wi: tensor<1x31x4096xf32>, %wo: tensor<1x31x1000xf32>) -> tensor<?x1000xf32> {
   %0 = fff.tree_ffn %x, %wi, %wo {depth = 4 : i64, activation = #fff.activation<relu>}
        : tensor<?x4096xf32>, tensor<1x31x4096xf32>, tensor<1x31x1000xf32>
