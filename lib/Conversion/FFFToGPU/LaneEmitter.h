@@ -1,5 +1,4 @@
-//===- LaneEmitter.h - per-lane kernel code, for a GPU or its twin -*- C++
-//-*-===//
+//===- LaneEmitter.h - per-lane kernel code for a GPU or twin ---*- C++ -*-===//
 //
 // What every fff kernel emitter shares. A kernel is written once, as the
 // code of one lane of a group of threads that cooperate on a row or token,
