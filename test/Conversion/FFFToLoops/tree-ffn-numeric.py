@@ -125,12 +125,14 @@ for dtype in ("f16", "bf16"):
     case(dtype, 1, 127, 9, trees=1, depth=11, activation="silu", biases=False, dynamic=False)
 # UltraFastBERT-1x11's layer shape, one row.
 case("f32", 1, 768, 768, trees=1, depth=11, activation="gelu", biases=True, dynamic=True)
+# The deepest trees the op allows: 2M neurons, narrow rows.
+case("f32", 3, 4, 8, trees=1, depth=20, activation="gelu", biases=True, dynamic=True)
 if TWIN:
     # One unrolled step with x in registers; input and output loops of
     # several steps, ragged ones, scalar rows; many trees; the deepest trees.
     case("bf16", 9, 768, 768, trees=1, depth=11, activation="gelu", biases=True, dynamic=True)
     case("f32", 5, 4096, 1000, trees=1, depth=4, activation="gelu_tanh", biases=True, dynamic=True)
-    case("bf16", 5, 1000, 333, trees=2, depth=6, activation="silu", biases=True, dynamic=False)
+    case("bf16", 40, 1000, 333, trees=2, depth=6, activation="silu", biases=True, dynamic=False)
     case("f16", 4, 2056, 4104, trees=1, depth=3, activation="relu", biases=False, dynamic=True)
     case("f32", 6, 20, 12, trees=12, depth=2, activation="gelu", biases=True, dynamic=True)
     case("f32", 3, 8, 16, trees=1, depth=15, activation="gelu", biases=True, dynamic=True)
