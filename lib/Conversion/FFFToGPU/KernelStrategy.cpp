@@ -194,6 +194,7 @@ static int64_t levelsToStage(const TreeShape &shape, int64_t bytes) {
 
 FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
                                                 TreeStrategy::Variant variant,
+                                                bool staging,
                                                 std::string &whyNot) {
   int64_t entriesPerToken = shape.entriesPerToken();
   if (shape.hiddenWidth > kMaxHiddenWidth) {
@@ -248,8 +249,8 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
               kTreeEntryBytes
           ? kTreeThroughputTokensPerBlock
           : kTreeLatencyTokensPerBlock;
-  s.stagedLevels = levelsToStage(
-      shape,
-      kTreeSharedBytes - entriesPerToken * s.tokensPerBlock * kRecordBytes);
+  int64_t recordBytes = entriesPerToken * s.tokensPerBlock * kRecordBytes;
+  s.stagedLevels =
+      staging ? levelsToStage(shape, kTreeSharedBytes - recordBytes) : 0;
   return s;
 }

@@ -719,7 +719,7 @@ FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
 /// (latency first).
 FailureOr<SmallVector<TreeStrategy>>
 strategiesFor(Operation *op, std::optional<TreeStrategy::Variant> forced,
-              std::string &whyNot) {
+              bool staging, std::string &whyNot) {
   FailureOr<TreeShape> shape = shapeOf(op, whyNot);
   if (failed(shape))
     return failure();
@@ -729,7 +729,7 @@ strategiesFor(Operation *op, std::optional<TreeStrategy::Variant> forced,
     if (forced && variant != *forced)
       continue;
     FailureOr<TreeStrategy> strategy =
-        selectTreeStrategy(*shape, variant, whyNot);
+        selectTreeStrategy(*shape, variant, staging, whyNot);
     if (failed(strategy))
       return failure();
     strategies.push_back(*strategy);
@@ -911,12 +911,9 @@ template <typename Op> struct TreeToGPUPattern : OpConversionPattern<Op> {
                   ConversionPatternRewriter &rewriter) const override {
     std::string whyNot;
     FailureOr<SmallVector<TreeStrategy>> strategies =
-        strategiesFor(op, variant, whyNot);
+        strategiesFor(op, variant, staging, whyNot);
     if (failed(strategies))
       return rewriter.notifyMatchFailure(op, whyNot);
-    if (!staging)
-      for (TreeStrategy &strategy : *strategies)
-        strategy.stagedLevels = 0;
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TreeProblem problem;
     Value output = describe(b, op, adaptor, problem);
@@ -935,7 +932,7 @@ template <typename Op> struct TreeToGPUPattern : OpConversionPattern<Op> {
 
 std::string fff::whyTreeOpHasNoGPUKernel(Operation *op) {
   std::string whyNot;
-  (void)strategiesFor(op, std::nullopt, whyNot);
+  (void)strategiesFor(op, std::nullopt, /*staging=*/true, whyNot);
   return whyNot;
 }
 

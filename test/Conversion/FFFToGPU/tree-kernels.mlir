@@ -1,6 +1,8 @@
 // RUN: fff-opt %s --convert-fff-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: fff-opt %s --convert-fff-to-gpu=cpu-twin --split-input-file | FileCheck %s --check-prefix=TWIN
 // RUN: not fff-opt %s --convert-fff-to-gpu=tree-variant=fast --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-VARIANT
+// The error cases at the end make this run fail, hence `not`:
+// RUN: not fff-opt %s --convert-fff-to-gpu="tree-variant=throughput tree-staging=false" --split-input-file 2>/dev/null | FileCheck %s --check-prefix=UNSTAGED
 
 // BAD-VARIANT: error: unknown tree-variant 'fast'; expected auto, latency or throughput
 
@@ -74,6 +76,16 @@
 // CHECK-COUNT-12:  vector.load %[[STAGED_OUT]]
 // CHECK-COUNT-24:  vector.load %arg3
 // CHECK-COUNT-3:   vector.store %{{.*}}, %arg5[%[[TOKEN]]
+// With tree-variant=throughput only that kernel is launched, at any batch;
+// with tree-staging=false it stages nothing (for measuring what staging buys).
+// UNSTAGED-LABEL: func @ultrafastbert_1x11
+// UNSTAGED-NOT:   cmpi ule
+// UNSTAGED:       gpu.launch_func @fff_kernels::@tree_ffn_bf16_768x768_depth11_throughput
+// UNSTAGED-NOT:   gpu.launch_func
+// UNSTAGED:       gpu.func @tree_ffn_bf16_768x768_depth11_throughput
+// UNSTAGED-SAME:    workgroup({{[^)]*}}memref<8x12xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// UNSTAGED-SAME:    staged_levels = 0 : i64
+// UNSTAGED-NOT:   gpu.barrier
 // TWIN-LABEL: func @ultrafastbert_1x11
 // TWIN-NOT:     gpu.launch_func
 // TWIN:         scf.if

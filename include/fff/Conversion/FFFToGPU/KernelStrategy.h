@@ -159,10 +159,12 @@ constexpr int64_t kTreeLatencyBoundTokens = 2048;
 /// an H100 or H200. Only speed depends on it.
 constexpr int64_t kTreeResidentBlocks = 2 * 132;
 
-/// Chooses the tree kernel's strategy for `shape` and `variant`. Fails, with
-/// the reason in `whyNot`, for shapes no kernel handles.
+/// Chooses the tree kernel's strategy for `shape` and `variant`; without
+/// `staging`, a throughput kernel stages no rows (to measure what staging
+/// buys). Fails, with the reason in `whyNot`, for shapes no kernel handles.
 llvm::FailureOr<TreeStrategy> selectTreeStrategy(const TreeShape &shape,
                                                  TreeStrategy::Variant variant,
+                                                 bool staging,
                                                  std::string &whyNot);
 
 } // namespace fff
