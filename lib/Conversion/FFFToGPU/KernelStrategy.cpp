@@ -213,7 +213,6 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   TreeStrategy s;
   s.variant = variant;
   s.entriesPerToken = entriesPerToken;
-  s.hiddenWidth = shape.hiddenWidth;
   s.levelsPerStep = variant == TreeStrategy::Variant::Latency ? 2 : 1;
   int64_t rowsPerStep = (int64_t(1) << s.levelsPerStep) - 1;
   s.in = laneWalk(shape.inWidth, elementType,

@@ -42,12 +42,11 @@ namespace {
 /// One tree kernel's buffers, with every weight tensor viewed as a matrix of
 /// rows a warp reads whole.
 struct TreeProblem {
-  bool leafMLP; // leaf_tree_ffn
   Activation activation;
   int64_t trees; // K; 1 for leaf_tree_ffn
   int64_t nodesPerTree;
   int64_t levels;      // routing levels: depth + 1 (tree_ffn), depth (leaf)
-  int64_t hiddenWidth; // leaf_tree_ffn's W
+  int64_t hiddenWidth; // leaf_tree_ffn's W; 0 for tree_ffn
   Type elementType;
 
   Value input;        // [B, Din]
@@ -120,7 +119,7 @@ public:
             b, MemRefType::get(type.getShape(), type.getElementType()),
             b.getI64IntegerAttr(16));
       };
-      auto [inType, outType] = stagedTypes(b.getContext());
+      auto [inType, outType] = stagedTypes();
       stagedInput = hostBuffer(inType);
       stagedOutput = hostBuffer(outType);
       auto threads = kernelLoop(index(0), index(s.threadsPerBlock()), index(1));
@@ -137,7 +136,7 @@ public:
 
   /// The shared-memory buffers of the staged rows: [trees * S, Din] and
   /// [trees * S, Dout] of the element type.
-  std::pair<MemRefType, MemRefType> stagedTypes(MLIRContext *context) const {
+  std::pair<MemRefType, MemRefType> stagedTypes() const {
     int64_t rows = p.trees * s.stagedNodesPerTree();
     return {workgroupBufferType({rows, *p.staticInWidth}, p.elementType),
             workgroupBufferType({rows, *p.staticOutWidth}, p.elementType)};
@@ -648,7 +647,7 @@ private:
                   gpuInput.push_back(inputVector(v.chunk));
                 return SmallVector<Value>{};
               });
-    if (p.leafMLP)
+    if (p.hiddenWidth > 0)
       routeToLeafAndHidden();
     else
       routeTrees();
@@ -799,7 +798,7 @@ void emitTreeKernel(RewriterBase &rewriter, Operation *op,
                            workgroupBufferType(recordShape, b.getI32Type())};
   TreeKernelEmitter hostEmitter(b, strategy, host);
   if (strategy.stagedLevels) {
-    auto [input, output] = hostEmitter.stagedTypes(b.getContext());
+    auto [input, output] = hostEmitter.stagedTypes();
     spec.workgroupBuffers.append({input, output});
   }
   gpu::GPUFuncOp kernel =
@@ -870,7 +869,6 @@ Value commonProblem(ImplicitLocOpBuilder &b, TreeProblem &p, Operation *op,
 /// The problem of `op`, whose output buffer it returns.
 Value describe(ImplicitLocOpBuilder &b, TreeFFNOp op,
                TreeFFNOp::Adaptor adaptor, TreeProblem &p) {
-  p.leafMLP = false;
   p.activation = op.getActivation();
   p.trees = *staticDim(op.getWIn(), 0);
   p.nodesPerTree = op.getNumNodes();
@@ -885,7 +883,6 @@ Value describe(ImplicitLocOpBuilder &b, TreeFFNOp op,
 
 Value describe(ImplicitLocOpBuilder &b, LeafTreeFFNOp op,
                LeafTreeFFNOp::Adaptor adaptor, TreeProblem &p) {
-  p.leafMLP = true;
   p.activation = op.getActivation();
   p.trees = 1;
   p.nodesPerTree = op.getNumRoutingNodes();

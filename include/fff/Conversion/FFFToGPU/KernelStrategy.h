@@ -135,11 +135,11 @@ struct TreeStrategy {
   int64_t stagedLevels;
   /// Tokens (warps) per block.
   int64_t tokensPerBlock;
-  /// Whether blocks loop over tokens (a grid of at most `residentBlocks`)
-  /// rather than take `tokensPerBlock` tokens each.
+  /// Whether blocks loop over tokens (a grid of at most
+  /// kTreeResidentBlocks) rather than take `tokensPerBlock` tokens each.
   bool residentBlocks;
+  /// Rows each token records (TreeShape::entriesPerToken).
   int64_t entriesPerToken;
-  int64_t hiddenWidth;
   /// Register budget per thread handed to ptxas (`.maxnreg`).
   int64_t maxRegisters;
 
