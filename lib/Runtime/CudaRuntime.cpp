@@ -6,6 +6,8 @@
 // driver, so the driver is opened with dlopen on first use and its few
 // functions are declared here: building needs no CUDA toolkit.
 //
+// The driver is the library named by $FFF_CUDA_DRIVER, or libcuda.so.1.
+//
 // Kernels run in the device's primary context, the one the CUDA runtime
 // (and so PyTorch) uses, so device pointers pass freely between them.
 //
@@ -17,6 +19,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -78,11 +81,18 @@ void recordError(const std::string &message) {
   }
 }
 
+/// The driver library: $FFF_CUDA_DRIVER when set (fff's PTX emulator, say),
+/// else the system's.
+const char *driverLibraryName() {
+  const char *name = std::getenv("FFF_CUDA_DRIVER");
+  return name && *name ? name : "libcuda.so.1";
+}
+
 /// Opens the driver and makes the primary context of device 0 available;
 /// null (with the reason recorded) when there is no usable driver.
 Driver *driver() {
   static Driver *loaded = [] () -> Driver * {
-    void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen(driverLibraryName(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
       recordError(std::string("cannot load the CUDA driver: ") + dlerror());
       return nullptr;
