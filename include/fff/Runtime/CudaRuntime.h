@@ -2,7 +2,7 @@
 |*                                                                            *|
 |* Kernels compiled by --fff-gpu-pipeline call the mgpu* entry points that    *|
 |* MLIR's gpu-to-llvm emits; libfff_cuda_runtime implements them over the     *|
-|* CUDA driver API, which it loads only when first needed: the library named *|
+|* CUDA driver API, which it loads only when first needed: the library named  *|
 |* by the environment variable FFF_CUDA_DRIVER (fff's PTX emulator, say), or  *|
 |* libcuda.so.1 when it is unset.                                             *|
 |* These functions let an embedder steer it.                                  *|
