@@ -22,4 +22,4 @@ trap 'rm -rf "$work"' EXIT
 # libstdc++ goes in statically: the library must load on GPU machines whose
 # system libraries differ from the build machine's.
 c++ -shared -static-libstdc++ -static-libgcc -o "$out" "$work/module.o" \
-  "$root/build/lib/libfff_cuda_runtime.a" -ldl
+  "$root/build/lib/libfff_cuda_runtime.a" "$root/build/lib/libfff_runtime.a" -ldl

@@ -4,12 +4,16 @@
 
 #include "fff/Conversion/Passes.h"
 #include "fff/Dialect/FFF/Transforms/Passes.h"
+#include "fff/Pipelines/GPUTarget.h"
+#include "fff/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -17,6 +21,18 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+/// Frontend IR -> fff ops, each with its pointwise neighbours in one unit,
+/// and run-time checks of the extents the ops tie together. The checks go
+/// in before fusion, so that they read the extents of the values fusion
+/// moves into units.
+static void addFrontEnd(OpPassManager &pm, bool raise) {
+  if (raise)
+    pm.addPass(fff::createRaiseNorms());
+  pm.addPass(fff::createInsertShapeChecks());
+  if (raise)
+    pm.addPass(fff::createFuseNorms());
+}
 
 /// Whole-module bufferization; function arguments and results become
 /// identity-layout memrefs, the ABI fff-run and AOT callers rely on.
@@ -28,16 +44,9 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 }
 
-/// Frontend IR -> fff ops, each with its pointwise neighbours in one unit.
-static void addRaiseAndFuse(OpPassManager &pm) {
-  pm.addPass(fff::createRaiseNorms());
-  pm.addPass(fff::createFuseNorms());
-}
-
 void fff::buildCPUPipeline(OpPassManager &pm,
                            const CPUPipelineOptions &options) {
-  if (options.raise)
-    addRaiseAndFuse(pm);
+  addFrontEnd(pm, options.raise);
   // fff ops and elementwise tensor math -> linalg / scf on tensors.
   if (options.gpuTwin) {
     ConvertFFFToGPUOptions twins;
@@ -48,11 +57,14 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
 
-  // Tensors -> buffers, with deallocation of everything not returned.
+  // Tensors -> buffers, with deallocation of everything not returned; the
+  // caller's buffers and every allocation are checked.
   addBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(
       createConvertBufferizationToMemRefPass()); // clones -> alloc + copy
+  pm.addPass(createCheckAllocations());
+  pm.addPass(createCheckEntryBuffers());
 
   // Buffers and loops -> LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -66,14 +78,23 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createLowerRuntimeChecks());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  VerifyLoweredOptions verify;
+  verify.pipelineName = "fff-cpu-pipeline";
+  pm.addPass(createVerifyLowered(verify));
 }
 
-void fff::buildGPUPipeline(OpPassManager &pm,
-                           const GPUPipelineOptions &options) {
-  addRaiseAndFuse(pm);
+llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
+                                  const GPUPipelineOptions &options) {
+  llvm::Expected<GPUTarget> target =
+      resolveGPUTarget(options.chip, options.features);
+  if (!target)
+    return target.takeError();
+
+  addFrontEnd(pm, /*raise=*/true);
   // One kernel (gpu.func) and its gpu.launch_func per norm, fused unit or
   // tree layer (two for a tree layer: latency and throughput), on buffers
   // viewed from the tensors.
@@ -84,22 +105,65 @@ void fff::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 
   // Tensors -> device buffers; results become caller-allocated out-params,
-  // so no host code touches device memory.
+  // so no host code touches device memory. The caller's buffers are
+  // checked before any launch: the arguments first, with ties between
+  // each result's allocation and its extents, which then hold for the
+  // out-param that replaces it; then the out-params themselves. The
+  // kernels' 128-bit accesses need 16-byte aligned buffers.
   addBufferization(pm);
+  CheckEntryBuffersOptions entryChecks;
+  entryChecks.alignment = 16;
+  pm.addPass(createCheckEntryBuffers(entryChecks));
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.hoistDynamicAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCheckEntryBuffers(entryChecks));
   pm.addPass(createCanonicalizerPass());
 
-  // Upstream: NVVM, PTX as text in gpu.binary, host LLVM.
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.chip;
-  nvvm.cubinFeatures = options.features;
-  nvvm.optLevel = options.optLevel;
-  nvvm.cubinFormat = "isa";
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  // Host control flow, with failed checks returning early, then the host
+  // and kernel code to LLVM and NVVM (the steps of upstream's
+  // gpu-lower-to-nvvm-pipeline, which has no place for the checks).
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createLowerRuntimeChecks());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions nvvmTarget;
+  nvvmTarget.chip = target->chip;
+  nvvmTarget.features = target->features;
+  nvvmTarget.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(nvvmTarget));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  OpPassManager &kernelCode = pm.nest<gpu::GPUModuleOp>();
+  kernelCode.addPass(createStripDebugInfoPass());
+  kernelCode.addPass(createConvertGpuOpsToNVVMOps());
+  kernelCode.addPass(LLVM::createNVVMOptimizeForTargetPass());
+  kernelCode.addPass(createCanonicalizerPass());
+  kernelCode.addPass(createCSEPass());
+  kernelCode.addPass(createReconcileUnrealizedCastsPass());
+
+  // Launches -> fff's runtime calls; kernels -> PTX text in gpu.binary.
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  VerifyLoweredOptions verify;
+  verify.allowGPULaunches = true;
+  verify.pipelineName = "fff-gpu-pipeline";
+  pm.addPass(createVerifyLowered(verify));
+  return llvm::Error::success();
 }
 
 void fff::registerFFFPipelines() {
@@ -107,9 +171,22 @@ void fff::registerFFFPipelines() {
       "fff-cpu-pipeline",
       "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
       buildCPUPipeline);
-  PassPipelineRegistration<GPUPipelineOptions>(
+  // Registered without the typed helper, whose builder cannot fail: a bad
+  // chip must be an error, not an abort inside LLVM.
+  registerPassPipeline(
       "fff-gpu-pipeline",
       "Lower fff ops to CUDA kernels (PTX in gpu.binary) and host LLVM "
       "dialect that launches them",
-      buildGPUPipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        GPUPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (llvm::Error error = buildGPUPipeline(pm, options))
+          return errorHandler(llvm::toString(std::move(error)));
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> handler) {
+        handler(GPUPipelineOptions());
+      });
 }

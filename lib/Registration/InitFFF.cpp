@@ -6,6 +6,7 @@
 #include "fff/Dialect/FFF/IR/FFFDialect.h"
 #include "fff/Dialect/FFF/Transforms/Passes.h"
 #include "fff/Pipelines/Pipelines.h"
+#include "fff/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,5 +30,6 @@ void fff::registerFFFDialects(mlir::DialectRegistry &registry) {
 void fff::registerFFFPasses() {
   registerFFFConversionPasses();
   registerFFFTransformsPasses();
+  registerFFFGenericPasses();
   registerFFFPipelines();
 }

@@ -15,12 +15,13 @@
 
 #include "fff/Runtime/CudaRuntime.h"
 
+#include "Errors.h"
+
 #include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 namespace {
@@ -56,13 +57,10 @@ struct Driver {
   CUcontext context = nullptr;
 };
 
-/// Errors and settings. Function-local so that it is constructed on first
-/// use: compiled modules load their kernels from global constructors that
-/// may run before this library's own static initializers.
+/// Settings. Function-local so that it is constructed on first use:
+/// compiled modules load their kernels from global constructors that may
+/// run before this library's own static initializers.
 struct State {
-  std::mutex mutex;
-  std::string lastError;
-  bool hasError = false;
   void *userStream = nullptr;
 };
 
@@ -71,14 +69,11 @@ State &state() {
   return instance;
 }
 
+/// Driver errors are also printed: a module that fails to load does so in
+/// a global constructor, before its user can ask fffGetLastError.
 void recordError(const std::string &message) {
   std::fprintf(stderr, "fff cuda runtime: %s\n", message.c_str());
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.hasError) {
-    s.lastError = message;
-    s.hasError = true;
-  }
+  fff::runtime::recordError(message);
 }
 
 /// The driver library: $FFF_CUDA_DRIVER when set (fff's PTX emulator, say),
@@ -157,17 +152,6 @@ bool inContext(const char *what, Call call) {
 extern "C" {
 
 void fffSetStream(void *stream) { state().userStream = stream; }
-
-const char *fffGetLastError(void) {
-  static thread_local std::string reported;
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.hasError)
-    return nullptr;
-  reported = s.lastError;
-  s.hasError = false;
-  return reported.c_str();
-}
 
 // PTX text from a gpu.binary, compiled by the driver's JIT.
 void *mgpuModuleLoadJIT(void *data, int optLevel) {

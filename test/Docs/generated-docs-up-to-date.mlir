@@ -3,3 +3,4 @@
 // RUN: diff -u %fff_src_root/docs/Dialect/FFFDialect.md %fff_obj_root/docs/Dialect/FFFDialect.md
 // RUN: diff -u %fff_src_root/docs/Passes/FFFConversionPasses.md %fff_obj_root/docs/Passes/FFFConversionPasses.md
 // RUN: diff -u %fff_src_root/docs/Passes/FFFTransformsPasses.md %fff_obj_root/docs/Passes/FFFTransformsPasses.md
+// RUN: diff -u %fff_src_root/docs/Passes/FFFGenericPasses.md %fff_obj_root/docs/Passes/FFFGenericPasses.md

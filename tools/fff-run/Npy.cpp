@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -117,9 +118,14 @@ Expected<fff::NpyArray> fff::readNpy(StringRef path) {
     array.shape.push_back(extent);
   }
 
-  size_t dataSize = size_t(array.numElements()) * dtypeSize(dtype);
+  // The header's shape is untrusted: its product must not overflow before
+  // it is compared with the data that is really there.
+  int64_t dataSize = dtypeSize(dtype);
+  for (int64_t extent : array.shape)
+    if (MulOverflow(dataSize, extent, dataSize))
+      return malformed(path, "shape " + *shapeText + " is too large");
   StringRef data = bytes.drop_front(headerStart + headerLength);
-  if (data.size() != dataSize)
+  if (int64_t(data.size()) != dataSize)
     return malformed(path, "expected " + Twine(dataSize) + " data bytes for shape " +
                                *shapeText + ", found " + Twine(data.size()));
   array.data.assign(data.begin(), data.end());

@@ -13,6 +13,7 @@
 
 #include "fff/InitFFF.h"
 #include "fff/Pipelines/Pipelines.h"
+#include "fff/Runtime/Runtime.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -291,6 +292,14 @@ Error run() {
   auto engine = ExecutionEngine::create(*module, options, std::move(*targetMachine));
   if (!engine)
     return engine.takeError();
+  // Failed run-time checks in the compiled code report here.
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("fffReportCheckFailure")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&fffReportCheckFailure),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   (*engine)->initialize();
   auto entry = (*engine)->lookupPacked("_mlir_ciface_" + entryName);
   if (!entry)
@@ -316,15 +325,24 @@ Error run() {
   for (void *&pointer : pointers)
     packed.push_back(&pointer);
 
-  auto call = [&] { (*entry)(packed.data()); };
+  // A call that reports a failed check returned early: its results are
+  // poison, so they are neither read nor freed.
+  auto call = [&]() -> Error {
+    (*entry)(packed.data());
+    if (const char *error = fffGetLastError())
+      return failure(error);
+    return Error::success();
+  };
 
   if (repeat > 0) {
-    call(); // warm-up
+    if (Error error = call()) // warm-up
+      return error;
     freeResults(resultDescriptors, argDescriptors);
     std::vector<double> milliseconds;
     for (unsigned i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
-      call();
+      if (Error error = call())
+        return error;
       auto stop = std::chrono::steady_clock::now();
       milliseconds.push_back(
           std::chrono::duration<double, std::milli>(stop - start).count());
@@ -336,7 +354,8 @@ Error run() {
                                  unsigned(repeat), milliseconds.front());
   }
 
-  call();
+  if (Error error = call())
+    return error;
   for (auto [i, path] : llvm::enumerate(outFiles))
     if (Error error = fff::writeNpy(path, gatherResult(resultDescriptors[i], resultTypes[i])))
       return error;

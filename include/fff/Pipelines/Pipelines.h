@@ -4,6 +4,7 @@
 #define FFF_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -20,8 +21,9 @@ struct GPUPipelineOptions : mlir::PassPipelineOptions<GPUPipelineOptions> {
                            llvm::cl::init("sm_90")};
   Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features, e.g. the PTX ISA version (+ptx80)"),
-      llvm::cl::init("+ptx80")};
+      llvm::cl::desc("NVPTX features, e.g. the PTX ISA version (+ptx80); "
+                     "by default PTX 8.0, or the chip's minimum if newer"),
+      llvm::cl::init("")};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level for kernels"),
                        llvm::cl::init(3)};
@@ -54,18 +56,24 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
 /// Lowers a module at fff or linalg-on-tensors level to LLVM-dialect IR for
 /// the host CPU (`--fff-cpu-pipeline`), after raising and fusion. Public
 /// functions keep tensor arguments as identity-layout memrefs; their results
-/// are freshly allocated buffers the caller owns.
+/// are freshly allocated buffers the caller owns. A failed run-time check
+/// (a buffer or extent that contradicts the IR, an allocation that fails)
+/// calls `fffReportCheckFailure(message)` and returns poison results.
 void buildCPUPipeline(mlir::OpPassManager &pm,
                       const CPUPipelineOptions &options = {});
 
-/// Lowers a module whose computation is fff norms to host LLVM-dialect code
-/// that launches one kernel per norm, with the kernels compiled to PTX and
-/// embedded as text in `gpu.binary` ops (`--fff-gpu-pipeline`).
+/// Lowers a module whose computation is fff ops to host LLVM-dialect code
+/// that launches one kernel per op or fused unit, with the kernels compiled
+/// to PTX and embedded as text in `gpu.binary` ops (`--fff-gpu-pipeline`).
+/// Fails, adding nothing to `pm`, for a chip or PTX features the NVPTX
+/// backend cannot compile for.
 ///
 /// Functions take device buffers: tensor arguments become memrefs, and
-/// results become trailing out-parameters the caller allocates.
-void buildGPUPipeline(mlir::OpPassManager &pm,
-                      const GPUPipelineOptions &options);
+/// results become trailing out-parameters the caller allocates. Each public
+/// function checks the buffers it is given and the extents of its ops, and
+/// reports a failed check through `fffGetLastError()` instead of launching.
+llvm::Error buildGPUPipeline(mlir::OpPassManager &pm,
+                             const GPUPipelineOptions &options);
 
 /// Registers fff's pipelines under their command-line names.
 void registerFFFPipelines();

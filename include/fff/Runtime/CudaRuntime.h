@@ -12,6 +12,9 @@
 #ifndef FFF_RUNTIME_CUDARUNTIME_H
 #define FFF_RUNTIME_CUDARUNTIME_H
 
+/* fffGetLastError reports CUDA errors too. */
+#include "fff/Runtime/Runtime.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,11 +24,6 @@ extern "C" {
    any other work queued on that stream. NULL (the default) restores
    synchronous calls on a private stream. */
 void fffSetStream(void *stream);
-
-/* The first CUDA error since the last call, as one line, or NULL; clears it.
-   Entry points cannot return errors through MLIR's generated code, so they
-   record the first one here (and print it to stderr). */
-const char *fffGetLastError(void);
 
 #ifdef __cplusplus
 }

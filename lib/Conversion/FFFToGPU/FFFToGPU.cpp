@@ -991,7 +991,8 @@ struct ConvertFFFToGPUPass
       return; // what has no kernel takes the CPU path after this pass
     // Say so plainly rather than let bufferization trip over the op later.
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      if (!isa<FFFDialect>(op->getDialect()) || op->getParentOfType<FusionOp>())
+      if (!isa_and_present<FFFDialect>(op->getDialect()) ||
+          op->getParentOfType<FusionOp>())
         return WalkResult::advance();
       op->emitOpError(whyNoGPUKernel(op)) << "; use --fff-cpu-pipeline";
       return WalkResult::interrupt();

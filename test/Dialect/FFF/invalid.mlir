@@ -63,7 +63,7 @@ func.func @norm_rank0_input(%x: tensor<f32>) {
 // -----
 
 func.func @norm_empty_row(%x: tensor<4x0xf32>) {
-  // expected-error @+1 {{'fff.rms_norm' op normalized dim 1 is empty; there is nothing to normalize over}}
+  // expected-error @+1 {{'fff.rms_norm' op input dim 1 (D) is 0, but must be at least 1: there is nothing to normalize over}}
   %0 = fff.rms_norm %x : tensor<4x0xf32>
   return
 }
@@ -95,7 +95,7 @@ func.func @norm_scale_rank(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
 // -----
 
 func.func @norm_scale_shape(%x: tensor<?x768xf32>, %g: tensor<512xf32>) {
-  // expected-error @+1 {{'fff.layer_norm' op scale dim 0 is 512, but the normalized input dim 1 is 768}}
+  // expected-error @+1 {{'fff.layer_norm' op scale dim 0 (D) is 512, but input dim 1 requires 768}}
   %0 = fff.layer_norm %x scale(%g : tensor<512xf32>) : tensor<?x768xf32>
   return
 }
@@ -103,7 +103,7 @@ func.func @norm_scale_shape(%x: tensor<?x768xf32>, %g: tensor<512xf32>) {
 // -----
 
 func.func @norm_bias_shape_rank2(%x: tensor<2x3x4xf32>, %b: tensor<3x5xf32>) {
-  // expected-error @+1 {{'fff.layer_norm' op bias dim 1 is 5, but the normalized input dim 2 is 4}}
+  // expected-error @+1 {{'fff.layer_norm' op bias dim 1 (D1) is 5, but input dim 2 requires 4}}
   %0 = fff.layer_norm %x bias(%b : tensor<3x5xf32>) normalized_rank 2 : tensor<2x3x4xf32>
   return
 }
@@ -331,6 +331,32 @@ func.func @tree_activation_wrong_attr(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>
 
 // -----
 
+// Empty extents that make no sense for a tree layer (each crashed or read
+// out of bounds in a kernel before the verifier rejected it).
+func.func @tree_no_trees(%x: tensor<4x8xf32>, %w: tensor<0x3x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn' op w_in dim 0 (K) is 0, but must be at least 1: a tree layer needs at least one tree}}
+  %0 = fff.tree_ffn %x, %w, %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<0x3x8xf32>, tensor<0x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_empty_input_row(%x: tensor<4x0xf32>, %wi: tensor<1x3x0xf32>, %wo: tensor<1x3x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn' op input dim 1 (Din) is 0, but must be at least 1: a tree layer needs an input row}}
+  %0 = fff.tree_ffn %x, %wi, %wo {depth = 1 : i64} : tensor<4x0xf32>, tensor<1x3x0xf32>, tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_empty_output_row(%x: tensor<?x8xf32>, %wi: tensor<1x3x8xf32>, %wo: tensor<1x3x0xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn' op w_out dim 2 (Dout) is 0, but must be at least 1: a tree layer needs an output row}}
+  %0 = fff.tree_ffn %x, %wi, %wo {depth = 1 : i64} : tensor<?x8xf32>, tensor<1x3x8xf32>, tensor<1x3x0xf32>
+  return
+}
+
+// -----
+
 func.func @leaf_depth_zero(%x: tensor<4x8xf32>, %nw: tensor<0x8xf32>, %nb: tensor<0xf32>, %w1: tensor<1x8x2xf32>, %b1: tensor<1x2xf32>, %w2: tensor<1x2x8xf32>, %b2: tensor<1x8xf32>) {
   // expected-error @+1 {{'fff.leaf_tree_ffn' op depth must be in [1, 20], got 0}}
   %0 = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 0 : i64} : tensor<4x8xf32>, tensor<0x8xf32>, tensor<0xf32>, tensor<1x8x2xf32>, tensor<1x2xf32>, tensor<1x2x8xf32>, tensor<1x8xf32>
@@ -504,4 +530,12 @@ func.func @fusion_captures(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4
     fff.yield %n : tensor<4x8xf32>
   } -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @leaf_zero_width(%x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x0xf32>, %b1: tensor<2x0xf32>, %w2: tensor<2x0x8xf32>, %b2: tensor<2x8xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn' op w1 dim 2 (W) is 0, but must be at least 1: a leaf needs at least one hidden unit}}
+  %0 = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x0xf32>, tensor<2x0xf32>, tensor<2x0x8xf32>, tensor<2x8xf32>
+  return
 }

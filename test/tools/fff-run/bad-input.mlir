@@ -29,6 +29,13 @@
 // RUN: FileCheck %s --check-prefix=HEADER < %t/err && count 1 < %t/err
 // HEADER: fff-run: error: '{{.*}}header-only.npy' is not a valid .npy file: truncated header
 
+// A header whose shape's byte count overflows 64 bits (to 0, matching an
+// empty payload) was accepted, then read far out of bounds.
+// RUN: %python -c "import numpy as np; np.save('%t/tiny.npy', np.ones((2, 3), np.float32)); b = open('%t/tiny.npy', 'rb').read(); n = int.from_bytes(b[8:10], 'little'); h = b[10:10 + n].decode(); open('%t/overflow.npy', 'wb').write(b[:10] + h.replace('(2, 3)', '(4611686018427387904, 4)').ljust(n).encode())"
+// RUN: not fff-run %s -e add_one --arg %t/overflow.npy --out %t/y.npy 2> %t/err
+// RUN: FileCheck %s --check-prefix=OVERFLOW < %t/err && count 1 < %t/err
+// OVERFLOW: fff-run: error: '{{.*}}overflow.npy' is not a valid .npy file: shape (4611686018427387904, 4) is too large
+
 // RUN: not fff-run %s -e add_one --arg %t/fortran.npy --out %t/y.npy 2> %t/err
 // RUN: FileCheck %s --check-prefix=FORTRAN < %t/err && count 1 < %t/err
 // FORTRAN: fff-run: error: '{{.*}}fortran.npy' is in Fortran order; save a C-order array (np.ascontiguousarray)

@@ -6,7 +6,6 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
-#include "llvm/ADT/StringMap.h"
 
 #include <cmath>
 
@@ -14,51 +13,9 @@ using namespace mlir;
 using namespace fff;
 
 #include "fff/Dialect/FFF/IR/FFFEnums.cpp.inc"
+#include "fff/Dialect/FFF/IR/FFFInterfaces.cpp.inc"
 
 namespace {
-
-/// Checks operand shapes against a symbolic signature such as
-/// `w_in: [K, N, Din]`. Every static extent bound to the same symbol must
-/// agree; dynamic extents agree with anything. Ranks are checked by ODS before
-/// the custom verifiers run, so `check` only sees operands of the right rank.
-class ShapeSignature {
-public:
-  explicit ShapeSignature(Operation *op) : op(op) {}
-
-  /// Fixes `symbol` to `value`, which an attribute implies; `reason` names it.
-  void require(StringRef symbol, int64_t value, const Twine &reason) {
-    bindings[symbol] = {value, reason.str()};
-  }
-
-  /// Checks `type` (null for an absent optional operand) against `dims`.
-  LogicalResult check(StringRef name, Type type, ArrayRef<StringRef> dims) {
-    auto shaped = dyn_cast_if_present<ShapedType>(type);
-    if (!shaped)
-      return success();
-    for (auto [index, symbol] : llvm::enumerate(dims)) {
-      int64_t extent = shaped.getDimSize(index);
-      if (ShapedType::isDynamic(extent))
-        continue;
-      std::string source = (name + " dim " + Twine(index)).str();
-      auto [it, inserted] = bindings.try_emplace(symbol, Binding{extent, source});
-      if (inserted || it->second.value == extent)
-        continue;
-      return op->emitOpError()
-             << name << " dim " << index << " (" << symbol << ") is " << extent
-             << ", but " << it->second.source << " requires "
-             << it->second.value;
-    }
-    return success();
-  }
-
-private:
-  struct Binding {
-    int64_t value;
-    std::string source;
-  };
-  Operation *op;
-  llvm::StringMap<Binding> bindings;
-};
 
 /// Checks that every named value (null = absent) has `elementType`.
 LogicalResult
@@ -96,7 +53,8 @@ LogicalResult checkNormalizedRank(int64_t normalizedRank, int64_t inputRank,
 }
 
 /// Shared verification of layer_norm and rms_norm: epsilon, normalized_rank,
-/// and affine parameters shaped like the normalized (trailing) dims of input.
+/// and the element types and ranks of the affine parameters. Their extents
+/// are the shape contract's.
 LogicalResult
 verifyNorm(Operation *op, Value input, float epsilon, int64_t normalizedRank,
            ArrayRef<std::pair<StringRef, Value>> affineParams) {
@@ -112,14 +70,6 @@ verifyNorm(Operation *op, Value input, float epsilon, int64_t normalizedRank,
   if (failed(verifyElementTypes(op, inputType.getElementType(), affineParams)))
     return failure();
 
-  ArrayRef<int64_t> normalizedShape =
-      inputType.getShape().take_back(normalizedRank);
-  // Statistics over zero elements are undefined (0/0).
-  for (auto [index, extent] : llvm::enumerate(normalizedShape))
-    if (extent == 0)
-      return op->emitOpError()
-             << "normalized dim " << inputType.getRank() - normalizedRank + index
-             << " is empty; there is nothing to normalize over";
   for (auto [name, param] : affineParams) {
     if (!param)
       continue;
@@ -128,20 +78,29 @@ verifyNorm(Operation *op, Value input, float epsilon, int64_t normalizedRank,
       return op->emitOpError()
              << name << " must have rank " << normalizedRank
              << " (normalized_rank), got " << paramType.getRank();
-    for (auto [index, pair] :
-         llvm::enumerate(llvm::zip(paramType.getShape(), normalizedShape))) {
-      auto [paramExtent, inputExtent] = pair;
-      if (ShapedType::isDynamic(paramExtent) ||
-          ShapedType::isDynamic(inputExtent) || paramExtent == inputExtent)
-        continue;
-      return op->emitOpError()
-             << name << " dim " << index << " is " << paramExtent
-             << ", but the normalized input dim "
-             << inputType.getRank() - normalizedRank + index << " is "
-             << inputExtent;
-    }
   }
-  return success();
+  return cast<ShapeContractOpInterface>(op).getShapeContract().verify(op);
+}
+
+/// A norm's contract: each normalized dim of the input (D, or D0, D1, ...
+/// for several), matched by the affine parameters, and not empty.
+ShapeContract normContract(Value input, int64_t normalizedRank,
+                           ArrayRef<std::pair<StringRef, Value>> affineParams) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  SmallVector<std::string> names;
+  for (int64_t i = 0; i < normalizedRank; ++i)
+    names.push_back(normalizedRank == 1 ? "D" : "D" + std::to_string(i));
+  SmallVector<StringRef> normalized(names.begin(), names.end());
+  SmallVector<StringRef> inputDims(rank - normalizedRank, "");
+  llvm::append_range(inputDims, normalized);
+
+  ShapeContract contract;
+  contract.bind("input", input, inputDims);
+  for (auto [name, param] : affineParams)
+    contract.bind(name, param, normalized);
+  for (StringRef symbol : normalized)
+    contract.requireAtLeast(symbol, 1, "there is nothing to normalize over");
+  return contract;
 }
 
 } // namespace
@@ -197,6 +156,11 @@ void LayerNormOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   }
 }
 
+ShapeContract LayerNormOp::getShapeContract() {
+  return normContract(getInput(), getNormalizedRank(),
+                      {{"scale", getGamma()}, {"bias", getBeta()}});
+}
+
 LogicalResult LayerNormOp::verify() {
   return verifyNorm(*this, getInput(), getEpsilon().convertToFloat(),
                     getNormalizedRank(),
@@ -206,6 +170,10 @@ LogicalResult LayerNormOp::verify() {
 //===----------------------------------------------------------------------===//
 // RMSNormOp
 //===----------------------------------------------------------------------===//
+
+ShapeContract RMSNormOp::getShapeContract() {
+  return normContract(getInput(), getNormalizedRank(), {{"scale", getGamma()}});
+}
 
 LogicalResult RMSNormOp::verify() {
   return verifyNorm(*this, getInput(), getEpsilon().convertToFloat(),
@@ -254,17 +222,27 @@ LogicalResult TreeFFNOp::verify() {
                                  {"b_out", getBOut()}})))
     return failure();
 
-  ShapeSignature signature(*this);
-  signature.require("N", getNumNodes(),
-                    "depth " + Twine(getDepth()) + " (N = 2^(depth+1)-1)");
-  auto type = [](Value v) { return v ? v.getType() : Type(); };
-  if (failed(signature.check("input", type(getInput()), {"B", "Din"})) ||
-      failed(signature.check("w_in", type(getWIn()), {"K", "N", "Din"})) ||
-      failed(signature.check("b_in", type(getBIn()), {"K", "N"})) ||
-      failed(signature.check("w_out", type(getWOut()), {"K", "N", "Dout"})) ||
-      failed(signature.check("b_out", type(getBOut()), {"Dout"})))
-    return failure();
-  return success();
+  return getShapeContract().verify(*this);
+}
+
+/// What every tree layer needs: a non-empty input row and output row.
+static void requireNonEmptyRows(ShapeContract &contract) {
+  contract.requireAtLeast("Din", 1, "a tree layer needs an input row");
+  contract.requireAtLeast("Dout", 1, "a tree layer needs an output row");
+}
+
+ShapeContract TreeFFNOp::getShapeContract() {
+  ShapeContract contract;
+  contract.bind("input", getInput(), {"B", "Din"});
+  contract.bind("w_in", getWIn(), {"K", "N", "Din"});
+  contract.bind("b_in", getBIn(), {"K", "N"});
+  contract.bind("w_out", getWOut(), {"K", "N", "Dout"});
+  contract.bind("b_out", getBOut(), {"Dout"});
+  contract.require("N", getNumNodes(),
+                   "depth " + Twine(getDepth()) + " (N = 2^(depth+1)-1)");
+  contract.requireAtLeast("K", 1, "a tree layer needs at least one tree");
+  requireNonEmptyRows(contract);
+  return contract;
 }
 
 LogicalResult LeafTreeFFNOp::inferReturnTypes(
@@ -288,19 +266,24 @@ LogicalResult LeafTreeFFNOp::verify() {
                                  {"b2", getB2()}})))
     return failure();
 
-  ShapeSignature signature(*this);
+  return getShapeContract().verify(*this);
+}
+
+ShapeContract LeafTreeFFNOp::getShapeContract() {
+  ShapeContract contract;
+  contract.bind("input", getInput(), {"B", "Din"});
+  contract.bind("node_w", getNodeW(), {"R", "Din"});
+  contract.bind("node_b", getNodeB(), {"R"});
+  contract.bind("w1", getW1(), {"L", "Din", "W"});
+  contract.bind("b1", getB1(), {"L", "W"});
+  contract.bind("w2", getW2(), {"L", "W", "Dout"});
+  contract.bind("b2", getB2(), {"L", "Dout"});
   std::string depth = "depth " + std::to_string(getDepth());
-  signature.require("R", getNumRoutingNodes(), depth + " (R = 2^depth-1)");
-  signature.require("L", getNumLeaves(), depth + " (L = 2^depth)");
-  if (failed(signature.check("input", getInput().getType(), {"B", "Din"})) ||
-      failed(signature.check("node_w", getNodeW().getType(), {"R", "Din"})) ||
-      failed(signature.check("node_b", getNodeB().getType(), {"R"})) ||
-      failed(signature.check("w1", getW1().getType(), {"L", "Din", "W"})) ||
-      failed(signature.check("b1", getB1().getType(), {"L", "W"})) ||
-      failed(signature.check("w2", getW2().getType(), {"L", "W", "Dout"})) ||
-      failed(signature.check("b2", getB2().getType(), {"L", "Dout"})))
-    return failure();
-  return success();
+  contract.require("R", getNumRoutingNodes(), depth + " (R = 2^depth-1)");
+  contract.require("L", getNumLeaves(), depth + " (L = 2^depth)");
+  contract.requireAtLeast("W", 1, "a leaf needs at least one hidden unit");
+  requireNonEmptyRows(contract);
+  return contract;
 }
 
 //===----------------------------------------------------------------------===//
@@ -329,7 +312,7 @@ LogicalResult FusionOp::verify() {
       ++norms;
       continue;
     }
-    if (isa<FFFDialect>(op.getDialect()))
+    if (isa_and_present<FFFDialect>(op.getDialect()))
       return op.emitOpError("cannot be part of a fused norm unit");
   }
   if (norms != 1)

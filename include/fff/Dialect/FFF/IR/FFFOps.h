@@ -4,6 +4,7 @@
 #define FFF_DIALECT_FFF_IR_FFFOPS_H
 
 #include "fff/Dialect/FFF/IR/FFFDialect.h"
+#include "fff/Dialect/FFF/IR/ShapeContract.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -13,6 +14,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "fff/Dialect/FFF/IR/FFFEnums.h.inc"
+#include "fff/Dialect/FFF/IR/FFFInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "fff/Dialect/FFF/IR/FFFAttrs.h.inc"

@@ -9,6 +9,7 @@
 #define FFF_DIALECT_FFF_IR_FFFOPS_TD
 
 include "fff/Dialect/FFF/IR/FFFDialect.td"
+include "fff/Dialect/FFF/IR/FFFInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -20,6 +21,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def FFF_LayerNormOp : FFF_Op<"layer_norm", [
     Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Layer normalization over the trailing dimensions";
@@ -85,7 +87,8 @@ def FFF_LayerNormOp : FFF_Op<"layer_norm", [
 }
 
 def FFF_RMSNormOp : FFF_Op<"rms_norm", [
-    Pure, AllTypesMatch<["input", "output"]>]> {
+    Pure, AllTypesMatch<["input", "output"]>,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>]> {
   let summary = "Root-mean-square normalization over the trailing dimensions";
   let description = [{
     Normalizes `input` over its trailing `normalized_rank` dimensions, as
@@ -130,6 +133,7 @@ def FFF_RMSNormOp : FFF_Op<"rms_norm", [
 
 def FFF_TreeFFNOp : FFF_Op<"tree_ffn", [
     Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "UltraFastBERT fast feedforward layer (inference)";
   let description = [{
@@ -194,7 +198,8 @@ def FFF_TreeFFNOp : FFF_Op<"tree_ffn", [
 }
 
 def FFF_LeafTreeFFNOp : FFF_Op<"leaf_tree_ffn", [
-    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>]> {
   let summary = "Original fast feedforward layer: routing tree over MLP leaves";
   let description = [{
     The FFF of Belcak & Wattenhofer (2023). A tree of `depth` levels of

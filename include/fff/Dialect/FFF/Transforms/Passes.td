@@ -54,4 +54,28 @@ def FuseNorms : Pass<"fff-fuse-norms"> {
   let dependentDialects = ["::fff::FFFDialect"];
 }
 
+def InsertShapeChecks : Pass<"fff-insert-shape-checks"> {
+  let summary = "Check fff ops' dynamic extents against each other at run time";
+  let description = [{
+    Each fff op ties the extents of its operands together: a norm's scale
+    and bias have the size of the normalized dims, and a tree layer's
+    weights have the node count its depth implies and the input's width.
+    The verifiers check these shape contracts on static extents; this pass
+    adds a `cf.assert` for every rule that involves a dynamic one, with a
+    one-line message naming the op (and its location), the operand dim and
+    what it must equal. Extents read inside an `fff.fusion` are read from
+    the unit's inputs, before the unit.
+
+    Checks that read only function arguments go at the function's entry,
+    so that a failing call stops before any other work; the others go just
+    before their op. The pipelines lower each `cf.assert` to an error
+    report and an early return (`fff-lower-runtime-checks`).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // FFF_DIALECT_FFF_TRANSFORMS_PASSES_TD

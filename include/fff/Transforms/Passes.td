@@ -1,0 +1,113 @@
+//===- Passes.td - fff passes over any dialect -------------*- tablegen -*-===//
+//
+// Passes that keep the promises of fff's pipelines about compiled modules,
+// whatever dialects the module holds: entry points that check the buffers
+// they are given, run-time checks that report instead of abort, and output
+// that is fully lowered.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_TRANSFORMS_PASSES_TD
+#define FFF_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CheckEntryBuffers : Pass<"fff-check-entry-buffers", "::mlir::ModuleOp"> {
+  let summary = "Check the buffers a public function is called with";
+  let description = [{
+    A public function's memref arguments come from its caller (fff-run, an
+    AOT library's user, Python), who may pass any descriptor: sizes that
+    contradict the static ones, negative sizes, strided or offset views,
+    misaligned pointers. The code inside assumes what the argument types
+    say, so each of these would be a wrong answer or an out-of-bounds
+    access. This pass checks them when the function is entered:
+
+    - every static dim has its declared extent, and no dim is negative;
+    - the buffer is contiguous in row-major order (strides of unit dims
+      and of empty buffers are not looked at, as torch's `is_contiguous`
+      does not);
+    - the aligned pointer plus the offset is a multiple of `alignment`
+      bytes (the GPU pipeline asks 16, for its 128-bit accesses);
+    - a non-empty buffer has a non-null pointer.
+
+    Each rule is a `cf.assert` with a one-line message naming the function,
+    the argument and the rule. To read the descriptor as given, the
+    argument's type becomes fully dynamic (same ABI) and is cast back to
+    the declared type for the body.
+
+    A function that returns buffers it allocates is also given a check that
+    each returned allocation has the extents it was allocated with. This is
+    trivially true until `buffer-results-to-out-params` turns the
+    allocation into a caller-provided buffer: then it checks the caller's
+    buffer. The GPU pipeline runs this pass before that one, and again
+    after it for the new arguments; arguments already checked (their
+    layout fully dynamic) are left alone.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "unsigned", /*default=*/"0",
+           "Required byte alignment of every buffer (0: the element size)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def CheckAllocations : Pass<"fff-check-allocations"> {
+  let summary = "Check that host heap allocations succeeded";
+  let description = [{
+    `memref.alloc` becomes a `malloc` call, whose null result for a size
+    too large to allocate would be written through. This pass adds a
+    `cf.assert` after each `memref.alloc` outside GPU kernels that its
+    pointer is not null, unless the buffer is empty.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def LowerRuntimeChecks : Pass<"fff-lower-runtime-checks", "::mlir::ModuleOp"> {
+  let summary = "Turn cf.assert into an error report and an early return";
+  let description = [{
+    MLIR lowers a failed `cf.assert` to `abort()`, which kills the process
+    that embeds the compiled code (a Python interpreter, say) with a crash
+    report. fff's pipelines lower it instead to a call of
+    `fffReportCheckFailure(message)`, which fff's runtimes implement by
+    recording the message for `fffGetLastError()`, and a return from the
+    function with poison results, which the caller must not read once an
+    error is reported.
+
+    Every `cf.assert` in a function's own body (after `convert-scf-to-cf`)
+    is lowered this way; one inside another region (an unconverted loop,
+    say) is an error.
+  }];
+  let dependentDialects = [
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::ub::UBDialect",
+  ];
+}
+
+def VerifyLowered : Pass<"fff-verify-lowered", "::mlir::ModuleOp"> {
+  let summary = "Fail unless the module is fully lowered to LLVM dialect";
+  let description = [{
+    The last pass of both pipelines. A pipeline either lowers a module
+    completely or fails: this pass fails, with one error naming the first
+    op that is left, unless every op is in the LLVM dialect or is the
+    `builtin.module`. The GPU pipeline also leaves compiled kernels
+    (`gpu.binary`) and their launches (`gpu.launch_func` on LLVM values),
+    which the translation to LLVM IR lowers.
+  }];
+  let options = [
+    Option<"allowGPULaunches", "allow-gpu-launches", "bool",
+           /*default=*/"false",
+           "Accept gpu.binary and gpu.launch_func on LLVM-typed operands">,
+    Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"\"",
+           "The pipeline to name in the error">,
+  ];
+}
+
+#endif // FFF_TRANSFORMS_PASSES_TD
