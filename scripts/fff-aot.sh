@@ -7,7 +7,10 @@
 #
 # Each public function of IN takes device buffers in MLIR's memref ABI
 # (docs/GPU.md): per memref, the allocated and aligned pointers, the offset,
-# the sizes and the strides; results are trailing out-parameters.
+# the sizes and the strides; results are trailing out-parameters. It checks
+# them before launching anything and reports what is wrong through
+# fffGetLastError(). The library exports only those functions,
+# fffGetLastError and fffSetStream.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 IN.mlir OUT.so [pipeline options]" >&2; exit 2; }
 in=$1 out=$2 options=${3:-}
@@ -19,7 +22,20 @@ trap 'rm -rf "$work"' EXIT
 "$bin/fff-opt" "$in" --fff-gpu-pipeline${options:+="$options"} -o "$work/lowered.mlir"
 "$bin/fff-translate" --mlir-to-llvmir "$work/lowered.mlir" -o "$work/module.ll"
 "$llvm/llc" -O3 -relocation-model=pic -filetype=obj "$work/module.ll" -o "$work/module.o"
+# The library exports the module's entry points and fff's runtime API, and
+# nothing else: loaded into another program's process (PyTorch's, say), its
+# runtime internals and its copy of libstdc++ must not clash with that
+# program's symbols.
+{
+  echo "{ global:"
+  for symbol in $("$llvm/llvm-nm" --defined-only --extern-only --format=just-symbols "$work/module.o") \
+                fffGetLastError fffSetStream; do
+    echo "  $symbol;"
+  done
+  echo "local: *; };"
+} > "$work/exports.map"
 # libstdc++ goes in statically: the library must load on GPU machines whose
 # system libraries differ from the build machine's.
-c++ -shared -static-libstdc++ -static-libgcc -o "$out" "$work/module.o" \
+c++ -shared -static-libstdc++ -static-libgcc -Wl,--version-script="$work/exports.map" \
+  -o "$out" "$work/module.o" \
   "$root/build/lib/libfff_cuda_runtime.a" "$root/build/lib/libfff_runtime.a" -ldl

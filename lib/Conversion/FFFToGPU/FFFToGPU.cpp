@@ -457,10 +457,26 @@ private:
     return {lr.raw[0], lr.raw[1]};
   }
 
+  /// A row's statistics. LayerNorm's mean is kept as pivot + shift, where
+  /// the pivot is the row's first element: deviations are taken as
+  /// (x - pivot) - shift, exact in their first step for values near the
+  /// pivot, so that |mean| >> stddev does not cost the bits a rounded mean
+  /// would. RMSNorm does not centre (both are null).
+  struct RowStatistics {
+    Value pivot, shift, rstd;
+  };
+
+  /// x's deviation from the row's mean (x itself for RMSNorm), f32 vectors.
+  Value centred(Value x, const RowStatistics &stats) {
+    if (!stats.pivot)
+      return x;
+    return arith::SubFOp::create(
+        b, arith::SubFOp::create(b, x, splat(stats.pivot)), splat(stats.shift));
+  }
+
   /// y = (x - mean) * rstd * gamma + beta for one input vector, stored.
-  void normalizeAndStore(Value raw, Value chunk, Value mean, Value rstd) {
-    Value y =
-        mul(arith::SubFOp::create(b, widen(raw), splat(mean)), splat(rstd));
+  void normalizeAndStore(Value raw, Value chunk, const RowStatistics &stats) {
+    Value y = mul(centred(widen(raw), stats), splat(stats.rstd));
     if (p.gamma)
       y = mul(y, widen(loadRaw(p.gamma, Value(), chunk)));
     if (p.beta)
@@ -473,83 +489,87 @@ private:
   //===--- The row: written once, over lanes ------------------------------===//
 
   void emitRow() {
-    auto [mean, rstd] = s.kind == NormStrategy::Kind::Looped
-                            ? loopedStatistics()
-                            : registerStatistics();
+    RowStatistics stats = s.kind == NormStrategy::Kind::Looped
+                              ? loopedStatistics()
+                              : registerStatistics();
     forEachLane([&](Value lane) {
       if (s.kind == NormStrategy::Kind::Looped) {
         auto loop =
             scf::ForOp::create(b, lane, vectors, index(s.threadsPerRow));
         inside(loop.getRegion(), [&] {
           Value chunk = loop.getInductionVar();
-          normalizeAndStore(inputChunk(chunk), chunk, mean, rstd);
+          normalizeAndStore(inputChunk(chunk), chunk, stats);
         });
         return;
       }
       LaneRow &lr = laneRow(lane);
       for (auto [raw, chunk, inRow] : llvm::zip(lr.raw, lr.chunks, lr.inRow))
         inside(scf::IfOp::create(b, inRow).getThenRegion(),
-               [&] { normalizeAndStore(raw, chunk, mean, rstd); });
+               [&] { normalizeAndStore(raw, chunk, stats); });
     });
-    storeStatistics(mean, rstd);
+    storeStatistics(stats);
   }
 
-  /// Two-pass mean and variance of a register-resident row. The mean sums
-  /// values shifted by the row's first element, which keeps it accurate in
-  /// f32 when |mean| >> stddev; the variance is centred on that mean.
-  std::pair<Value, Value> registerStatistics() {
-    Value mean = f32(0.0);
+  /// Two-pass mean and variance of a register-resident row: the sum of
+  /// x - pivot, then the sum of squared deviations from the mean.
+  RowStatistics registerStatistics() {
+    RowStatistics stats;
     if (p.subtractMean) {
-      Value pivot = rowPivot();
+      stats.pivot = rowPivot();
       Value shiftedSum = groupSum([&](Value lane) {
         LaneRow &lr = laneRow(lane);
         Value partial = f32(0.0);
         for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
           Value shifted =
-              sum(arith::SubFOp::create(b, widen(raw), splat(pivot)));
+              sum(arith::SubFOp::create(b, widen(raw), splat(stats.pivot)));
           partial = add(partial,
                         arith::SelectOp::create(b, inRow, shifted, f32(0.0)));
         }
         return partial;
       });
-      mean = add(pivot, mul(shiftedSum, invRowSize));
+      stats.shift = mul(shiftedSum, invRowSize);
     }
     Value variance =
         mul(groupSum([&](Value lane) {
               LaneRow &lr = laneRow(lane);
               Value partial = f32(0.0);
               for (auto [raw, inRow] : llvm::zip(lr.raw, lr.inRow)) {
-                // Padding holds zeros, which would add mean^2
-                // once centred.
-                Value centred =
-                    arith::SubFOp::create(b, widen(raw), splat(mean));
+                // Padding holds zeros, which would add their
+                // squared deviation.
+                Value deviation = centred(widen(raw), stats);
                 Value squares = arith::SelectOp::create(
-                    b, inRow, sum(mul(centred, centred)), f32(0.0));
+                    b, inRow, sum(mul(deviation, deviation)), f32(0.0));
                 partial = add(partial, squares);
               }
               return partial;
             }),
             invRowSize);
-    return {mean, rsqrt(variance)};
+    stats.rstd = rsqrt(variance);
+    return stats;
   }
 
   /// One pass over a long row, of values shifted by its first element so
   /// that the variance does not cancel when |mean| >> stddev.
-  std::pair<Value, Value> loopedStatistics() {
+  RowStatistics loopedStatistics() {
+    RowStatistics stats;
     Value shift = p.subtractMean ? rowPivot() : f32(0.0);
     Value squares = mul(groupSum([&](Value lane) {
                           return loopedPartials(lane, shift).second;
                         }),
                         invRowSize);
-    if (!p.subtractMean)
-      return {f32(0.0), rsqrt(squares)};
-    Value meanShift = mul(
+    if (!p.subtractMean) {
+      stats.rstd = rsqrt(squares);
+      return stats;
+    }
+    stats.pivot = shift;
+    stats.shift = mul(
         groupSum([&](Value lane) { return loopedPartials(lane, shift).first; }),
         invRowSize);
     Value variance = arith::MaximumFOp::create(
-        b, arith::SubFOp::create(b, squares, mul(meanShift, meanShift)),
+        b, arith::SubFOp::create(b, squares, mul(stats.shift, stats.shift)),
         f32(0.0));
-    return {add(shift, meanShift), rsqrt(variance)};
+    stats.rstd = rsqrt(variance);
+    return stats;
   }
 
   /// The row's first element in f32, which every lane reads (one cached
@@ -575,12 +595,12 @@ private:
     return arith::DivFOp::create(b, f32(1.0), root);
   }
 
-  void storeStatistics(Value mean, Value rstd) {
+  void storeStatistics(const RowStatistics &stats) {
     if (!p.mean)
       return;
     auto store = [&] {
-      memref::StoreOp::create(b, mean, p.mean, row);
-      memref::StoreOp::create(b, rstd, p.rstd, row);
+      memref::StoreOp::create(b, add(stats.pivot, stats.shift), p.mean, row);
+      memref::StoreOp::create(b, stats.rstd, p.rstd, row);
     };
     if (!onGPU())
       return store();

@@ -71,9 +71,8 @@ struct NormGeometry {
         leadingRank(rank - normalizedRank) {
     MLIRContext *ctx = b.getContext();
     identityMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
-    leadingMap = AffineMap::get(rank, 0,
-                                identityMap.getResults().take_front(leadingRank),
-                                ctx);
+    leadingMap = AffineMap::get(
+        rank, 0, identityMap.getResults().take_front(leadingRank), ctx);
     normalizedMap = AffineMap::get(
         rank, 0, identityMap.getResults().drop_front(leadingRank), ctx);
     sizes = tensor::getMixedSizes(b, b.getLoc(), input);
@@ -89,9 +88,9 @@ struct NormGeometry {
   /// An f32 tensor over the leading dims whose element is
   /// `compute(rowValues)`, where `rowValues` are the elements of `rowInputs`
   /// (tensors over the leading dims) at the same row.
-  Value mapRows(ImplicitLocOpBuilder &b, ValueRange rowInputs,
-                function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> compute)
-      const {
+  Value mapRows(
+      ImplicitLocOpBuilder &b, ValueRange rowInputs,
+      function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> compute) const {
     AffineMap identity =
         AffineMap::getMultiDimIdentityMap(leadingRank, b.getContext());
     Value init = zeroRowTensor(b);
@@ -143,10 +142,10 @@ struct NormGeometry {
   /// sum over the normalized dims of `term(x)`, one f32 per row. `term` sees
   /// the f32 value of x and the values of `rowInputs` (tensors over the
   /// leading dims).
-  Value reduceRows(ImplicitLocOpBuilder &b, ValueRange rowInputs,
-                   function_ref<Value(ImplicitLocOpBuilder &, Value x,
-                                      ValueRange rowValues)>
-                       term) const {
+  Value reduceRows(
+      ImplicitLocOpBuilder &b, ValueRange rowInputs,
+      function_ref<Value(ImplicitLocOpBuilder &, Value x, ValueRange rowValues)>
+          term) const {
     SmallVector<Value> inputs{input};
     inputs.append(rowInputs.begin(), rowInputs.end());
     SmallVector<AffineMap> maps(1, identityMap);
@@ -161,7 +160,8 @@ struct NormGeometry {
           ImplicitLocOpBuilder nb(loc, nested);
           Value x = toF32(nb, args.front());
           Value t = term(nb, x, args.drop_front().drop_back());
-          linalg::YieldOp::create(nb, ValueRange{accumulate(nb, args.back(), t)});
+          linalg::YieldOp::create(nb,
+                                  ValueRange{accumulate(nb, args.back(), t)});
         });
     return generic.getResult(0);
   }
@@ -170,12 +170,12 @@ struct NormGeometry {
   /// gets the f32 value of x, the row values (`rowInputs`, indexed by the
   /// leading dims) and the affine values (`paramInputs`, indexed by the
   /// normalized dims, widened to f32).
-  Value mapElements(ImplicitLocOpBuilder &b, RankedTensorType resultType,
-                    ValueRange rowInputs, ValueRange paramInputs,
-                    function_ref<Value(ImplicitLocOpBuilder &, Value x,
-                                       ValueRange rowValues,
-                                       ValueRange paramValues)>
-                        compute) const {
+  Value
+  mapElements(ImplicitLocOpBuilder &b, RankedTensorType resultType,
+              ValueRange rowInputs, ValueRange paramInputs,
+              function_ref<Value(ImplicitLocOpBuilder &, Value x,
+                                 ValueRange rowValues, ValueRange paramValues)>
+                  compute) const {
     SmallVector<Value> inputs{input};
     inputs.append(rowInputs.begin(), rowInputs.end());
     inputs.append(paramInputs.begin(), paramInputs.end());
@@ -185,8 +185,7 @@ struct NormGeometry {
     maps.push_back(identityMap);
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
-    Value init =
-        tensor::EmptyOp::create(b, sizes, resultType.getElementType());
+    Value init = tensor::EmptyOp::create(b, sizes, resultType.getElementType());
     auto generic = linalg::GenericOp::create(
         b, resultType, inputs, init, maps, iterators,
         [&](OpBuilder &nested, Location loc, ValueRange args) {
@@ -196,7 +195,8 @@ struct NormGeometry {
           for (Value param :
                args.slice(1 + rowInputs.size(), paramInputs.size()))
             paramValues.push_back(toF32(nb, param));
-          Value y = compute(nb, toF32(nb, args.front()), rowValues, paramValues);
+          Value y =
+              compute(nb, toF32(nb, args.front()), rowValues, paramValues);
           linalg::YieldOp::create(
               nb, ValueRange{fromF32(nb, y, resultType.getElementType())});
         });
@@ -236,28 +236,35 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     NormGeometry geometry(b, adaptor.getInput(), op.getNormalizedRank());
-    Value invCount =
-        arith::DivFOp::create(b, f32Constant(b, 1.0), geometry.normalizedCount(b));
-    Value epsilon =
-        f32Constant(b, op.getEpsilon().convertToFloat());
+    Value invCount = arith::DivFOp::create(b, f32Constant(b, 1.0),
+                                           geometry.normalizedCount(b));
+    Value epsilon = f32Constant(b, op.getEpsilon().convertToFloat());
 
-    // Two passes over each row: the mean (of values shifted by a pivot),
-    // then the centred sum of squares, which stays accurate where
-    // E[x^2] - E[x]^2 would cancel.
+    // Two passes over each row: the mean, then the centred sum of squares,
+    // which stays accurate where E[x^2] - E[x]^2 would cancel. Both work on
+    // values shifted by a pivot (the row's first element), x - pivot, which
+    // is exact for values near the pivot, and the centring keeps the shift
+    // apart: (x - pivot) - (mean - pivot). Subtracting a rounded mean from x
+    // instead would lose the bits that |mean| >> stddev leaves to the
+    // deviations.
     Value pivot = geometry.rowPivot(b);
     Value shiftedSum = geometry.reduceRows(
         b, pivot, [](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
           return arith::SubFOp::create(nb, x, row[0]).getResult();
         });
-    Value mean = geometry.mapRows(
-        b, ValueRange{pivot, shiftedSum},
-        [&](ImplicitLocOpBuilder &nb, ValueRange row) {
-          Value shift = arith::MulFOp::create(nb, row[1], invCount);
-          return arith::AddFOp::create(nb, row[0], shift).getResult();
+    Value meanShift = geometry.mapRows(
+        b, shiftedSum, [&](ImplicitLocOpBuilder &nb, ValueRange row) {
+          return arith::MulFOp::create(nb, row[0], invCount).getResult();
         });
+    auto centre = [](ImplicitLocOpBuilder &nb, Value x, Value pivot,
+                     Value meanShift) -> Value {
+      return arith::SubFOp::create(nb, arith::SubFOp::create(nb, x, pivot),
+                                   meanShift);
+    };
     Value centredSquares = geometry.reduceRows(
-        b, mean, [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
-          Value centred = arith::SubFOp::create(nb, x, row[0]);
+        b, ValueRange{pivot, meanShift},
+        [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row) {
+          Value centred = centre(nb, x, row[0], row[1]);
           return arith::MulFOp::create(nb, centred, centred).getResult();
         });
 
@@ -266,18 +273,24 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
       if (param)
         params.push_back(param);
     Value normalized = geometry.mapElements(
-        b, op.getOutput().getType(), ValueRange{mean, centredSquares}, params,
+        b, op.getOutput().getType(),
+        ValueRange{pivot, meanShift, centredSquares}, params,
         [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row,
             ValueRange paramValues) {
-          Value rstd = reciprocalStdDev(nb, row[1], invCount, epsilon);
-          Value y = arith::MulFOp::create(
-              nb, arith::SubFOp::create(nb, x, row[0]), rstd);
+          Value rstd = reciprocalStdDev(nb, row[2], invCount, epsilon);
+          Value y =
+              arith::MulFOp::create(nb, centre(nb, x, row[0], row[1]), rstd);
           return applyAffine(nb, y, adaptor.getGamma(), adaptor.getBeta(),
                              paramValues);
         });
 
     SmallVector<Value> results{normalized};
     if (op.getReturnStats()) {
+      Value mean = geometry.mapRows(
+          b, ValueRange{pivot, meanShift},
+          [&](ImplicitLocOpBuilder &nb, ValueRange row) {
+            return arith::AddFOp::create(nb, row[0], row[1]).getResult();
+          });
       Value rstd = geometry.mapRows(
           b, centredSquares, [&](ImplicitLocOpBuilder &nb, ValueRange row) {
             return reciprocalStdDev(nb, row[0], invCount, epsilon);
@@ -315,8 +328,8 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     NormGeometry geometry(b, adaptor.getInput(), op.getNormalizedRank());
-    Value invCount =
-        arith::DivFOp::create(b, f32Constant(b, 1.0), geometry.normalizedCount(b));
+    Value invCount = arith::DivFOp::create(b, f32Constant(b, 1.0),
+                                           geometry.normalizedCount(b));
     Value epsilon = f32Constant(b, op.getEpsilon().convertToFloat());
 
     Value sumSquares = geometry.reduceRows(
@@ -348,7 +361,9 @@ class BufferLoopBuilder {
 public:
   explicit BufferLoopBuilder(ImplicitLocOpBuilder &b) : b(b) {}
 
-  Value index(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, value);
+  }
 
   /// A read-only view of `tensor` as a buffer; null stays null.
   Value buffer(Value tensor) {
@@ -418,8 +433,8 @@ public:
     Value right = arith::IndexCastOp::create(
         b, b.getIndexType(),
         arith::ExtUIOp::create(b, b.getI64Type(), goRight));
-    return arith::AddIOp::create(
-        b, arith::AddIOp::create(b, twice, index(1)), right);
+    return arith::AddIOp::create(b, arith::AddIOp::create(b, twice, index(1)),
+                                 right);
   }
 
   /// Allocates a buffer shaped like `resultType` with `elementType`; `rows`
@@ -490,19 +505,23 @@ struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
         lb.loop(levels, lb.index(0), [&](Value, ValueRange carried) {
           Value node = carried[0];
           Value logit = lb.dot(
-              inWidth, [&](Value i) { return lb.load(x, {row, i}); },
-              [&](Value i) { return lb.load(wIn, {tree, node, i}); });
+              inWidth,
+              [&](Value i) {
+                return lb.load(x, {row, i});
+              },
+              [&](Value i) {
+                return lb.load(wIn, {tree, node, i});
+              });
           if (bIn)
-            logit = arith::AddFOp::create(b, logit,
-                                          lb.load(bIn, {tree, node}));
+            logit = arith::AddFOp::create(b, logit, lb.load(bIn, {tree, node}));
           Value activated =
               buildActivation(b, b.getLoc(), op.getActivation(), logit);
           lb.accumulateRow(acc, row, outWidth, activated, [&](Value j) {
             return lb.load(wOut, {tree, node, j});
           });
           // Exactly zero goes left.
-          Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
-                                                logit, zero);
+          Value goRight =
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
           return SmallVector<Value>{lb.child(node, goRight)};
         });
       });
@@ -538,19 +557,24 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
     lb.loop(rows, [&](Value row) {
       auto routingScore = [&](Value node) -> Value {
         Value dot = lb.dot(
-            inWidth, [&](Value i) { return lb.load(x, {row, i}); },
-            [&](Value i) { return lb.load(nodeW, {node, i}); });
+            inWidth,
+            [&](Value i) {
+              return lb.load(x, {row, i});
+            },
+            [&](Value i) {
+              return lb.load(nodeW, {node, i});
+            });
         return arith::AddFOp::create(b, dot, lb.load(nodeB, node));
       };
       Value levels = lb.index(op.getDepth());
       Value node = lb.loop(levels, lb.index(0), [&](Value, ValueRange carried) {
         // Zero goes right here (s >= 0), as in the original FFF code.
-        Value goRight = arith::CmpFOp::create(
-            b, arith::CmpFPredicate::OGE, routingScore(carried[0]), zero);
+        Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
+                                              routingScore(carried[0]), zero);
         return SmallVector<Value>{lb.child(carried[0], goRight)};
       })[0];
-      Value leaf = arith::SubIOp::create(
-          b, node, lb.index(op.getNumRoutingNodes()));
+      Value leaf =
+          arith::SubIOp::create(b, node, lb.index(op.getNumRoutingNodes()));
 
       // hidden = act(x[row] @ w1[leaf] + b1[leaf]), accumulated row by row of
       // w1 so that the inner loop walks contiguous memory.
@@ -561,7 +585,8 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
         Value xi = lb.load(x, {row, i});
         lb.loop(hiddenWidth, [&](Value w) {
           Value old = memref::LoadOp::create(b, hidden, w);
-          Value update = arith::MulFOp::create(b, xi, lb.load(w1, {leaf, i, w}));
+          Value update =
+              arith::MulFOp::create(b, xi, lb.load(w1, {leaf, i, w}));
           memref::StoreOp::create(b, arith::AddFOp::create(b, old, update),
                                   hidden, w);
         });
@@ -573,9 +598,8 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
                                 ValueRange{row, j});
       });
       lb.loop(hiddenWidth, [&](Value w) {
-        Value activated = buildActivation(
-            b, b.getLoc(), op.getActivation(),
-            memref::LoadOp::create(b, hidden, w));
+        Value activated = buildActivation(b, b.getLoc(), op.getActivation(),
+                                          memref::LoadOp::create(b, hidden, w));
         lb.accumulateRow(acc, row, outWidth, activated, [&](Value j) {
           return lb.load(w2, {leaf, w, j});
         });

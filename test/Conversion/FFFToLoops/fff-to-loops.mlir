@@ -1,8 +1,9 @@
 // RUN: fff-opt %s --convert-fff-to-loops --split-input-file | FileCheck %s
 
-// Layer norm: a pivot per row, the shifted sum, the mean, the centred sum of
-// squares, then one elementwise op that widens, normalizes, applies gamma and
-// beta and narrows back to bf16.
+// Layer norm: a pivot per row, the sum of x - pivot, the shift to the mean,
+// the sum of squared deviations (x - pivot) - shift, then one elementwise op
+// that widens, normalizes, applies gamma and beta and narrows back to bf16;
+// the mean it returns is pivot + shift.
 // CHECK-DAG:   #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG:   #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-DAG:   #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
@@ -13,11 +14,14 @@
 // CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[PIV]] : tensor<?x768xbf16>, tensor<?xf32>)
 // CHECK:           arith.extf {{.*}} : bf16 to f32
 // CHECK:           arith.subf
-// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[PIV]], %[[SUM]] : tensor<?xf32>, tensor<?xf32>)
-// CHECK:         %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[MEAN]] : tensor<?x768xbf16>, tensor<?xf32>)
-// CHECK:         linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ROW]], #[[COL]], #[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[MEAN]], %[[SQ]], %{{.*}}, %{{.*}} : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<768xbf16>, tensor<768xbf16>) outs(%{{.*}} : tensor<?x768xbf16>)
+// CHECK:         %[[SHIFT:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<?xf32>)
+// CHECK:         %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[PIV]], %[[SHIFT]] : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>)
+// CHECK:           %[[FROM_PIVOT:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
+// CHECK:           arith.subf %[[FROM_PIVOT]], %{{.*}} : f32
+// CHECK:         linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ROW]], #[[ROW]], #[[COL]], #[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[PIV]], %[[SHIFT]], %[[SQ]], %{{.*}}, %{{.*}} : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<768xbf16>, tensor<768xbf16>) outs(%{{.*}} : tensor<?x768xbf16>)
 // CHECK:           math.rsqrt
 // CHECK:           arith.truncf {{.*}} : f32 to bf16
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[PIV]], %[[SHIFT]] : tensor<?xf32>, tensor<?xf32>)
 // CHECK:         tensor.expand_shape %[[MEAN]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
 // CHECK:         tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
 func.func @layer_norm(%x: tensor<?x768xbf16>, %g: tensor<768xbf16>, %b: tensor<768xbf16>)
