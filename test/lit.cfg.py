@@ -50,3 +50,9 @@ try:
     config.available_features.add("numpy")
 except ImportError:
     lit_config.note("numpy is not installed: numeric tests are skipped")
+
+# fff's PTX emulator, a CUDA driver that runs kernels on the CPU (lib/Emulator).
+emulator = os.path.join(config.fff_obj_root, "lib", "libfff_cuda_emulator.so")
+config.substitutions.append(("%emulator", emulator))
+if os.path.exists(emulator):
+    config.available_features.add("emulator")
