@@ -22,11 +22,13 @@
 
 using namespace mlir;
 
-/// Frontend IR -> fff ops, each with its pointwise neighbours in one unit,
-/// and run-time checks of the extents the ops tie together. The checks go
+/// Frontend IR (first checked for what upstream passes would crash on) ->
+/// fff ops, each with its pointwise neighbours in one unit, and run-time
+/// checks of the extents the ops tie together. The checks go
 /// in before fusion, so that they read the extents of the values fusion
 /// moves into units.
 static void addFrontEnd(OpPassManager &pm, bool raise) {
+  pm.addPass(fff::createCheckInput());
   if (raise)
     pm.addPass(fff::createRaiseNorms());
   pm.addPass(fff::createInsertShapeChecks());

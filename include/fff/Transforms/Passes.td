@@ -12,6 +12,25 @@
 
 include "mlir/Pass/PassBase.td"
 
+def CheckInput : Pass<"fff-check-input", "::mlir::ModuleOp"> {
+  let summary = "Reject IR that verifies but that upstream passes mishandle";
+  let description = [{
+    The first pass of both pipelines. Some IR passes MLIR's verifiers but
+    crashes upstream passes the pipelines run (canonicalization,
+    `expand-strided-metadata`); a user's input must get an error instead.
+    This pass reports the first such op, with a one-line message:
+
+    - `tensor.dim` / `memref.dim` with a constant index outside the rank;
+    - a reshape (`expand_shape`, `collapse_shape`) whose reassociation
+      names a dim outside the rank (indices past 2^32 wrap in the
+      verifier's affine maps);
+    - an `expand_shape` whose `output_shape` gives a static extent for a
+      dim its result type leaves dynamic, or the other way round.
+
+    New cases join as fff's fuzzer (`scripts/fff-fuzz.py`) finds them.
+  }];
+}
+
 def CheckEntryBuffers : Pass<"fff-check-entry-buffers", "::mlir::ModuleOp"> {
   let summary = "Check the buffers a public function is called with";
   let description = [{

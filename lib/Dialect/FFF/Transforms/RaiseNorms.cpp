@@ -1,4 +1,5 @@
-//===- RaiseNorms.cpp - decomposed norms in linalg -> fff ops ----*- C++ -*-===//
+//===- RaiseNorms.cpp - decomposed norms in linalg -> fff ops ----*- C++
+//-*-===//
 //
 // Each elementwise linalg.generic is a candidate root. The value it computes
 // is rebuilt as a Term: a scalar expression over the root's iteration space
@@ -18,8 +19,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <deque>
@@ -38,7 +39,7 @@ namespace {
 struct Term {
   enum class Kind { Input, Constant, Add, Sub, Mul, Div, Rsqrt, Sqrt, RowSum };
   Kind kind;
-  Value tensor;        // Input: read at `map` (root dims -> tensor dims)
+  Value tensor; // Input: read at `map` (root dims -> tensor dims)
   AffineMap map;
   double constant = 0; // Constant
   int64_t reduced = 0; // RowSum: over the trailing `reduced` root dims
@@ -55,11 +56,13 @@ public:
   /// producers are built once (the Terms form a DAG), and a root whose
   /// expression grows past a budget is not a norm worth the time.
   Term *read(Value tensor, AffineMap map) {
-    auto key = std::make_pair(tensor.getAsOpaquePointer(), map.getAsOpaquePointer());
+    auto key =
+        std::make_pair(tensor.getAsOpaquePointer(), map.getAsOpaquePointer());
     auto it = memo.find(key);
     if (it != memo.end())
       return it->second;
-    Term *term = storage.size() < kMaxTerms ? readUncached(tensor, map) : nullptr;
+    Term *term =
+        storage.size() < kMaxTerms ? readUncached(tensor, map) : nullptr;
     memo[key] = term;
     return term;
   }
@@ -109,8 +112,9 @@ private:
       return input(result, map);
     SmallVector<Term *> args;
     for (OpOperand *operand : producer.getDpsInputOperands())
-      args.push_back(read(operand->get(),
-                          producer.getMatchingIndexingMap(operand).compose(map)));
+      args.push_back(
+          read(operand->get(),
+               producer.getMatchingIndexingMap(operand).compose(map)));
     Term *body = fromBody(producer, yielded(producer), args);
     return body ? body : input(result, map);
   }
@@ -122,9 +126,14 @@ private:
     SmallVector<AffineExpr> sourceResults;
     for (const ReassociationIndices &group : expand.getReassociationIndices()) {
       SmallVector<int64_t> nonUnit;
-      for (int64_t dim : group)
+      for (int64_t dim : group) {
+        // The verifier lets through indices past the rank (they wrap in
+        // its 32-bit affine dims); such a reshape is read as an input.
+        if (dim < 0 || dim >= int64_t(shape.size()))
+          return input(expand.getResult(), map);
         if (shape[dim] != 1)
           nonUnit.push_back(dim);
+      }
       if (nonUnit.size() > 1)
         return input(expand.getResult(), map);
       // A group of unit dims maps to a source dim of size 1, read at 0.
@@ -132,8 +141,9 @@ private:
                                   ? getAffineConstantExpr(0, map.getContext())
                                   : map.getResult(nonUnit.front()));
     }
-    return read(expand.getSrc(), AffineMap::get(map.getNumDims(), 0,
-                                                sourceResults, map.getContext()));
+    return read(
+        expand.getSrc(),
+        AffineMap::get(map.getNumDims(), 0, sourceResults, map.getContext()));
   }
 
   /// A sum over trailing dims, read back with the map it was written with
@@ -160,7 +170,8 @@ private:
     Value term = add.getLhs() == acc ? add.getRhs() : add.getLhs();
     SmallVector<Term *> args;
     for (OpOperand *operand : producer.getDpsInputOperands())
-      args.push_back(read(operand->get(), producer.getMatchingIndexingMap(operand)));
+      args.push_back(
+          read(operand->get(), producer.getMatchingIndexingMap(operand)));
     Term *summed = make(Kind::RowSum, {fromBody(producer, term, args)});
     if (!summed)
       return input(result, map);
@@ -191,14 +202,25 @@ private:
     if (matchPattern(value, m_Constant(&scalar)))
       return constant(scalar.getValueAsDouble());
     Operation *def = value.getDefiningOp();
-    auto sub = [&](unsigned i) { return fromBody(op, def->getOperand(i), args); };
+    auto sub = [&](unsigned i) {
+      return fromBody(op, def->getOperand(i), args);
+    };
     return TypeSwitch<Operation *, Term *>(def)
         // Float casts only change the precision the reference computes in.
-        .Case<arith::ExtFOp, arith::TruncFOp>([&](Operation *) { return sub(0); })
-        .Case([&](arith::AddFOp) { return make(Kind::Add, {sub(0), sub(1)}); })
-        .Case([&](arith::SubFOp) { return make(Kind::Sub, {sub(0), sub(1)}); })
-        .Case([&](arith::MulFOp) { return make(Kind::Mul, {sub(0), sub(1)}); })
-        .Case([&](arith::DivFOp) { return make(Kind::Div, {sub(0), sub(1)}); })
+        .Case<arith::ExtFOp, arith::TruncFOp>(
+            [&](Operation *) { return sub(0); })
+        .Case([&](arith::AddFOp) {
+          return make(Kind::Add, {sub(0), sub(1)});
+        })
+        .Case([&](arith::SubFOp) {
+          return make(Kind::Sub, {sub(0), sub(1)});
+        })
+        .Case([&](arith::MulFOp) {
+          return make(Kind::Mul, {sub(0), sub(1)});
+        })
+        .Case([&](arith::DivFOp) {
+          return make(Kind::Div, {sub(0), sub(1)});
+        })
         .Case<math::FPowIOp, math::PowFOp>([&](Operation *pow) -> Term * {
           // x^2, as torch's x.pow(2) becomes.
           APInt intExponent;
@@ -206,7 +228,8 @@ private:
           bool square =
               matchPattern(pow->getOperand(1), m_ConstantInt(&intExponent))
                   ? intExponent == 2
-                  : matchPattern(pow->getOperand(1), m_Constant(&floatExponent)) &&
+                  : matchPattern(pow->getOperand(1),
+                                 m_Constant(&floatExponent)) &&
                         floatExponent.getValueAsDouble() == 2.0;
           Term *base = sub(0);
           return square ? make(Kind::Mul, {base, base}) : nullptr;
@@ -273,9 +296,9 @@ bool factors(Term *t, SmallVectorImpl<Term *> &out, size_t limit = 4) {
 
 /// What the row statistics of one norm must agree on.
 struct RowShape {
-  int64_t rank;     // of the root iteration space
-  int64_t reduced;  // trailing dims normalized over
-  double count;     // N, their static element count
+  int64_t rank;    // of the root iteration space
+  int64_t reduced; // trailing dims normalized over
+  double count;    // N, their static element count
 };
 
 /// mean(inner) over the trailing dims: sum(inner) / N or sum(inner) * (1/N).
@@ -323,7 +346,8 @@ bool isTrailingParameter(const Term *t, const RowShape &row) {
   if (t->kind != Kind::Input || t->map.getNumResults() != unsigned(row.reduced))
     return false;
   for (auto [i, expr] : llvm::enumerate(t->map.getResults()))
-    if (expr != getAffineDimExpr(row.rank - row.reduced + i, t->map.getContext()))
+    if (expr !=
+        getAffineDimExpr(row.rank - row.reduced + i, t->map.getContext()))
       return false;
   return true;
 }
@@ -378,7 +402,8 @@ std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
           return (variance = matchInverseStd(t, epsilon)) != nullptr;
         }))
       continue;
-    Term *gamma = takeFactor(list, [&](Term *t) { return isTrailingParameter(t, row); });
+    Term *gamma =
+        takeFactor(list, [&](Term *t) { return isTrailingParameter(t, row); });
     if (list.size() != 1)
       continue;
     Term *normalized = list.front();
@@ -389,8 +414,11 @@ std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
       if (squares && squares->kind == Kind::Mul &&
           equal(squares->operands[0], normalized) &&
           equal(squares->operands[1], normalized))
-        return NormMatch{false, normalized->tensor,
-                         gamma ? gamma->tensor : Value(), Value(), epsilon,
+        return NormMatch{false,
+                         normalized->tensor,
+                         gamma ? gamma->tensor : Value(),
+                         Value(),
+                         epsilon,
                          reduced};
       continue;
     }
@@ -422,8 +450,12 @@ std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
                         equal(meanSquared->operands[1], mean);
     }
     if (varianceMatches)
-      return NormMatch{true, x->tensor, gamma ? gamma->tensor : Value(),
-                       beta ? beta->tensor : Value(), epsilon, reduced};
+      return NormMatch{true,
+                       x->tensor,
+                       gamma ? gamma->tensor : Value(),
+                       beta ? beta->tensor : Value(),
+                       epsilon,
+                       reduced};
   }
   return std::nullopt;
 }
@@ -458,9 +490,9 @@ struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
       if (!resultType)
         continue;
       TermBuilder builder;
-      Term *term = builder.read(
-          op->getResult(0),
-          AffineMap::getMultiDimIdentityMap(resultType.getRank(), &getContext()));
+      Term *term = builder.read(op->getResult(0),
+                                AffineMap::getMultiDimIdentityMap(
+                                    resultType.getRank(), &getContext()));
       if (!term)
         continue;
       std::optional<NormMatch> match = matchNorm(term, resultType);

@@ -330,3 +330,42 @@ func.func @expand_shape_keepdim(%x3: tensor<?x4x32xf32>) -> tensor<?x4x32xf32> {
   %y3 = tensor.expand_shape %y [[0, 1], [2]] output_shape [%b, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
   return %y3 : tensor<?x4x32xf32>
 }
+
+// -----
+
+// A keepdim reshape whose reassociation index is past the rank (the
+// verifier wraps it to 0) is read as an opaque input, not through: no
+// crash, no raising.
+// CHECK-LABEL: func.func @reassociation_past_rank
+// CHECK-NOT:     fff.rms_norm
+#id_wrap = affine_map<(d0, d1) -> (d0, d1)>
+#row_wrap = affine_map<(d0, d1) -> (d0)>
+#keep_wrap = affine_map<(d0, d1) -> (d0, 0)>
+func.func @reassociation_past_rank(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %ss = linalg.generic {indexing_maps = [#id_wrap, #row_wrap], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x32xf32>) outs(%init : tensor<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %q = arith.mulf %v, %v : f32
+    %s = arith.addf %acc, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %kept = tensor.expand_shape %ss [[4294967296, 1]] output_shape [%n, 1] : tensor<?xf32> into tensor<?x1xf32>
+  %ey = tensor.empty(%n) : tensor<?x32xf32>
+  %y = linalg.generic {indexing_maps = [#id_wrap, #keep_wrap, #id_wrap], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %kept : tensor<?x32xf32>, tensor<?x1xf32>) outs(%ey : tensor<?x32xf32>) {
+  ^bb0(%v: f32, %s: f32, %out: f32):
+    %cnt = arith.constant 32.0 : f32
+    %eps = arith.constant 1.0e-5 : f32
+    %m = arith.divf %s, %cnt : f32
+    %a = arith.addf %m, %eps : f32
+    %r = math.rsqrt %a : f32
+    %o = arith.mulf %v, %r : f32
+    linalg.yield %o : f32
+  } -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
