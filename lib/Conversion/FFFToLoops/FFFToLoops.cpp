@@ -268,18 +268,29 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
           return arith::MulFOp::create(nb, centred, centred).getResult();
         });
 
+    // Per row, rstd and the offset -shift * rstd, so that each element
+    // costs a subtraction and a fused multiply-add:
+    // ((x - pivot) - shift) * rstd = fma(x - pivot, rstd, -shift * rstd).
+    Value rstd = geometry.mapRows(
+        b, centredSquares, [&](ImplicitLocOpBuilder &nb, ValueRange row) {
+          return reciprocalStdDev(nb, row[0], invCount, epsilon);
+        });
+    Value offset = geometry.mapRows(
+        b, ValueRange{meanShift, rstd},
+        [&](ImplicitLocOpBuilder &nb, ValueRange row) {
+          Value scaled = arith::MulFOp::create(nb, row[0], row[1]);
+          return arith::NegFOp::create(nb, scaled).getResult();
+        });
     SmallVector<Value> params;
     for (Value param : {adaptor.getGamma(), adaptor.getBeta()})
       if (param)
         params.push_back(param);
     Value normalized = geometry.mapElements(
-        b, op.getOutput().getType(),
-        ValueRange{pivot, meanShift, centredSquares}, params,
+        b, op.getOutput().getType(), ValueRange{pivot, rstd, offset}, params,
         [&](ImplicitLocOpBuilder &nb, Value x, ValueRange row,
             ValueRange paramValues) {
-          Value rstd = reciprocalStdDev(nb, row[2], invCount, epsilon);
-          Value y =
-              arith::MulFOp::create(nb, centre(nb, x, row[0], row[1]), rstd);
+          Value shifted = arith::SubFOp::create(nb, x, row[0]);
+          Value y = math::FmaOp::create(nb, shifted, row[1], row[2]);
           return applyAffine(nb, y, adaptor.getGamma(), adaptor.getBeta(),
                              paramValues);
         });
@@ -290,10 +301,6 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
           b, ValueRange{pivot, meanShift},
           [&](ImplicitLocOpBuilder &nb, ValueRange row) {
             return arith::AddFOp::create(nb, row[0], row[1]).getResult();
-          });
-      Value rstd = geometry.mapRows(
-          b, centredSquares, [&](ImplicitLocOpBuilder &nb, ValueRange row) {
-            return reciprocalStdDev(nb, row[0], invCount, epsilon);
           });
       results.push_back(expandStats(b, op.getMean(), mean));
       results.push_back(expandStats(b, op.getRstd(), rstd));

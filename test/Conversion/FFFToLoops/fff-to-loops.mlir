@@ -1,9 +1,10 @@
 // RUN: fff-opt %s --convert-fff-to-loops --split-input-file | FileCheck %s
 
 // Layer norm: a pivot per row, the sum of x - pivot, the shift to the mean,
-// the sum of squared deviations (x - pivot) - shift, then one elementwise op
-// that widens, normalizes, applies gamma and beta and narrows back to bf16;
-// the mean it returns is pivot + shift.
+// the sum of squared deviations (x - pivot) - shift, per row rstd and the
+// offset -shift * rstd, then one elementwise op that widens, takes
+// fma(x - pivot, rstd, offset), applies gamma and beta and narrows back to
+// bf16; the mean it returns is pivot + shift.
 // CHECK-DAG:   #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG:   #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-DAG:   #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
@@ -18,12 +19,16 @@
 // CHECK:         %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[PIV]], %[[SHIFT]] : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>)
 // CHECK:           %[[FROM_PIVOT:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
 // CHECK:           arith.subf %[[FROM_PIVOT]], %{{.*}} : f32
-// CHECK:         linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ROW]], #[[ROW]], #[[COL]], #[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[PIV]], %[[SHIFT]], %[[SQ]], %{{.*}}, %{{.*}} : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<768xbf16>, tensor<768xbf16>) outs(%{{.*}} : tensor<?x768xbf16>)
+// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SQ]] : tensor<?xf32>)
 // CHECK:           math.rsqrt
+// CHECK:         %[[OFFSET:.*]] = linalg.generic {{.*}} ins(%[[SHIFT]], %[[RSTD]] : tensor<?xf32>, tensor<?xf32>)
+// CHECK:           arith.negf
+// CHECK:         linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ROW]], #[[ROW]], #[[COL]], #[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[PIV]], %[[RSTD]], %[[OFFSET]], %{{.*}}, %{{.*}} : tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<768xbf16>, tensor<768xbf16>) outs(%{{.*}} : tensor<?x768xbf16>)
+// CHECK:           math.fma
 // CHECK:           arith.truncf {{.*}} : f32 to bf16
 // CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[PIV]], %[[SHIFT]] : tensor<?xf32>, tensor<?xf32>)
 // CHECK:         tensor.expand_shape %[[MEAN]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
-// CHECK:         tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
+// CHECK:         tensor.expand_shape %[[RSTD]] {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
 func.func @layer_norm(%x: tensor<?x768xbf16>, %g: tensor<768xbf16>, %b: tensor<768xbf16>)
     -> (tensor<?x768xbf16>, tensor<?x1xf32>, tensor<?x1xf32>) {
   %y, %mean, %rstd = fff.layer_norm %x scale(%g : tensor<768xbf16>) bias(%b : tensor<768xbf16>) return_stats : tensor<?x768xbf16>
