@@ -6,7 +6,9 @@
 #   scripts/bootstrap.sh test   # build, then run the whole lit suite
 #
 # Idempotent: packages already present are not touched, and an existing build
-# directory is reused (ninja rebuilds only what changed).
+# directory is reused (ninja rebuilds only what changed). Python packages
+# (python/requirements-dev.txt) go into build/venv, the interpreter the tests
+# run under.
 set -euo pipefail
 
 mode=${1:-}
@@ -17,12 +19,13 @@ esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
+venv="$build/venv"
 llvm=/usr/lib/llvm-22
 
 packages=(
   cmake g++ ninja-build ccache
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  python3 python3-numpy
+  python3 python3-venv
 )
 
 install_missing_packages() {
@@ -39,6 +42,17 @@ install_missing_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# A virtual environment of Debian's python3 with PyPI's packages: pip leaves
+# the system's packages alone, and lit (so every test) runs under it.
+python_environment() {
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "== creating $venv"
+    /usr/bin/python3 -m venv "$venv"
+  fi
+  echo "== installing python/requirements-dev.txt into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
+}
+
 configure() {
   [ -f "$build/build.ninja" ] && return 0
   echo "== configuring $build"
@@ -46,6 +60,7 @@ configure() {
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR="$llvm/lib/cmake/mlir" \
     -DLLVM_EXTERNAL_LIT="$llvm/bin/lit" \
+    -DPython3_EXECUTABLE="$venv/bin/python" \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 }
@@ -56,10 +71,11 @@ run_main() {
     "$build/bin/fff-opt" "$example"
   done
   echo "== fff-run examples/pre_ln_block.mlir on the CPU, against numpy"
-  /usr/bin/python3 "$root/examples/run_pre_ln_block.py" --fff-run "$build/bin/fff-run"
+  "$venv/bin/python" "$root/examples/run_pre_ln_block.py" --fff-run "$build/bin/fff-run"
 }
 
 install_missing_packages
+python_environment
 configure
 echo "== building"
 # Two jobs: this is a 2-core, 24 GiB machine and MLIR translation units are heavy.

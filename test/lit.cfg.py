@@ -20,8 +20,8 @@ config.test_exec_root = os.path.join(config.fff_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fff_src_root", config.fff_src_root))
 config.substitutions.append(("%fff_obj_root", config.fff_obj_root))
-# The interpreter running lit (Debian's python3) is the one whose packages
-# (python3-numpy) the setup script installs; numeric tests run under it.
+# The interpreter running lit is build/venv's (scripts/bootstrap.sh), with
+# the packages of python/requirements-dev.txt; tests run under it.
 config.substitutions.append(("%python", sys.executable))
 
 # CUDA_* tell MLIR's NVVM target where libdevice is.
@@ -45,11 +45,14 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
-try:
-    import numpy  # noqa: F401
-    config.available_features.add("numpy")
-except ImportError:
-    lit_config.note("numpy is not installed: numeric tests are skipped")
+# Optional packages, each a feature; a test that needs one is skipped, with
+# this note, where it is missing.
+for package in ("numpy", "torch"):
+    try:
+        __import__(package)
+        config.available_features.add(package)
+    except ImportError:
+        lit_config.note(f"{package} is not installed for {sys.executable}: tests that need it are skipped")
 
 # fff's PTX emulator, a CUDA driver that runs kernels on the CPU (lib/Emulator).
 emulator = os.path.join(config.fff_obj_root, "lib", "libfff_cuda_emulator.so")
