@@ -30,7 +30,7 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fff_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("fff-opt", unresolved="fatal"), ToolSubst("fff-run", unresolved="fatal"),
-         ToolSubst("fff-translate", unresolved="fatal")]
+         ToolSubst("fff-translate", unresolved="fatal"), ToolSubst("fff-minimal-driver", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fff_tools_dir, append_path=True)

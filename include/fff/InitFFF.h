@@ -1,7 +1,9 @@
 //===- InitFFF.h - registration entry points for embedders ------*- C++ -*-===//
 //
-// The one header another compiler includes to use fff: it registers fff's
-// dialect, the dialects fff's passes produce, and fff's passes and pipelines.
+// The one header another compiler includes to use fff. Its two calls are
+// all a tool needs to run every fff pass and pipeline, and fff's
+// translations: they register nothing fff does not use, and need none of
+// MLIR's registerAll* functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,12 +16,16 @@ class DialectRegistry;
 
 namespace fff {
 
-/// Adds the fff dialect and every dialect that fff's passes create to
-/// `registry`.
+/// Adds to `registry` the fff dialect, every dialect fff's passes create,
+/// the external models the pipelines need (bufferization, lowering to LLVM,
+/// the NVVM target) and the translations to LLVM IR that compiling kernels
+/// to PTX uses.
 void registerFFFDialects(mlir::DialectRegistry &registry);
 
-/// Registers fff's passes and pass pipelines with MLIR's global registry, so
-/// that they can be named on a command line or in a textual pipeline.
+/// Registers fff's passes, its pipelines (fff-cpu-pipeline,
+/// fff-gpu-pipeline) and its translation (fff-extract-ptx) with MLIR's
+/// global registries, so that they can be named on a command line or in a
+/// textual pipeline.
 void registerFFFPasses();
 
 } // namespace fff
