@@ -14,8 +14,15 @@
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 IN.mlir OUT.so [pipeline options]" >&2; exit 2; }
 in=$1 out=$2 options=${3:-}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/build/bin" llvm=/usr/lib/llvm-22/bin
+# Installed, the tools are beside this script and the runtimes in ../lib;
+# in the source tree, both are in build/.
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -x "$here/fff-opt" ]; then
+  bin="$here" lib="$here/../lib"
+else
+  bin="$here/../build/bin" lib="$here/../build/lib"
+fi
+llvm=/usr/lib/llvm-22/bin
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -38,4 +45,4 @@ trap 'rm -rf "$work"' EXIT
 # system libraries differ from the build machine's.
 c++ -shared -static-libstdc++ -static-libgcc -Wl,--version-script="$work/exports.map" \
   -o "$out" "$work/module.o" \
-  "$root/build/lib/libfff_cuda_runtime.a" "$root/build/lib/libfff_runtime.a" -ldl
+  "$lib/libfff_cuda_runtime.a" "$lib/libfff_runtime.a" -ldl
