@@ -45,6 +45,10 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# Debian's mlir-opt (mlir-22-tools), which loads fff as a plugin.
+if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-opt")):
+    config.available_features.add("mlir-opt")
+
 # Optional packages, each a feature; a test that needs one is skipped, with
 # this note, where it is missing.
 for package in ("numpy", "torch"):
