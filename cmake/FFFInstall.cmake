@@ -27,7 +27,7 @@ set_target_properties(fff_runtime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(fff_cuda_runtime PROPERTIES EXPORT_NAME cuda_runtime)
 target_link_libraries(fff_runtime INTERFACE FFFHeaders)
 
-install(TARGETS fff FFFHeaders ${FFF_COMPONENT_LIBRARIES} fff_runtime fff_cuda_runtime
+install(TARGETS fff FFFHeaders ${FFF_COMPONENT_LIBRARIES} fff_runtime fff_cuda_runtime FFFCAPI
   EXPORT FFFTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

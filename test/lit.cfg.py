@@ -20,6 +20,7 @@ config.test_exec_root = os.path.join(config.fff_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fff_src_root", config.fff_src_root))
 config.substitutions.append(("%fff_obj_root", config.fff_obj_root))
+config.substitutions.append(("%llvm_include_dir", os.path.join(os.path.dirname(config.llvm_tools_dir), "include")))
 # The interpreter running lit is build/venv's (scripts/bootstrap.sh), with
 # the packages of python/requirements-dev.txt; tests run under it.
 config.substitutions.append(("%python", sys.executable))
