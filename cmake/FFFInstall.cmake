@@ -12,6 +12,15 @@ target_include_directories(FFFHeaders INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+# In the build tree, MLIR's headers and definitions go with fff's to targets
+# outside fff's directories (the Python wheel's extension); installed,
+# FFFConfig.cmake adds those of the MLIR it finds.
+foreach(dir ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
+  target_include_directories(FFFHeaders SYSTEM INTERFACE $<BUILD_INTERFACE:${dir}>)
+endforeach()
+foreach(definition ${LLVM_DEFINITIONS_LIST})
+  target_compile_options(FFFHeaders INTERFACE $<BUILD_INTERFACE:${definition}>)
+endforeach()
 
 set(FFF_COMPONENT_LIBRARIES
   FFFDialect FFFUtils FFFTransforms FFFGenericTransforms FFFConversion

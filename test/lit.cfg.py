@@ -52,7 +52,7 @@ if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-opt")):
 
 # Optional packages, each a feature; a test that needs one is skipped, with
 # this note, where it is missing.
-for package in ("numpy", "torch"):
+for package in ("numpy", "torch", "pytest"):
     try:
         __import__(package)
         config.available_features.add(package)
@@ -64,3 +64,10 @@ emulator = os.path.join(config.fff_obj_root, "lib", "libfff_cuda_emulator.so")
 config.substitutions.append(("%emulator", emulator))
 if os.path.exists(emulator):
     config.available_features.add("emulator")
+
+# The Python package, built where nanobind was found (python/CMakeLists.txt).
+package = os.path.join(config.fff_obj_root, "python", "fff")
+if "pytest" in config.available_features and os.path.exists(os.path.join(package, "__init__.py")):
+    config.available_features.add("python-package")
+else:
+    lit_config.note("the Python package (build/python/fff) or pytest is missing: its tests are skipped")

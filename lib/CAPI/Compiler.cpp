@@ -93,9 +93,12 @@ MlirLogicalResult fffRunPipeline(MlirModule module, MlirStringRef pipeline,
   llvm::raw_string_ostream parseErrors(parseError);
   FailureOr<OpPassManager> parsed = parsePassPipeline(text, parseErrors);
   if (failed(parsed)) {
+    // The parser's message, without the pipeline text and caret under it.
+    llvm::StringRef firstLine =
+        llvm::StringRef(parseError).trim().split('\n').first;
     error.report(onError, userData,
-                 parseError.empty() ? "invalid pass pipeline '" + text + "'"
-                                    : llvm::StringRef(parseError).trim());
+                 firstLine.empty() ? "invalid pass pipeline '" + text + "'"
+                                   : firstLine.str());
     return wrap(failure());
   }
   PassManager pm(op.getContext());

@@ -133,6 +133,8 @@ static void registerTargets(DialectRegistry &registry) {
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerGPUDialectTranslation(registry);
+  // How gpu.binary's PTX is embedded in the host code (gpu.select_object).
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
 }

@@ -15,6 +15,9 @@
 /* fffGetLastError reports CUDA errors too. */
 #include "fff/Runtime/Runtime.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,6 +27,20 @@ extern "C" {
    any other work queued on that stream. NULL (the default) restores
    synchronous calls on a private stream. */
 void fffSetStream(void *stream);
+
+/* The entry points compiled GPU modules call (the ABI of MLIR's
+   gpu-to-llvm lowering); a JIT that runs such a module resolves them here. */
+void *mgpuModuleLoadJIT(void *data, int optLevel);
+void *mgpuModuleLoad(void *data, size_t size);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void *mgpuStreamCreate(void);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamDestroy(void *stream);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t sharedMemoryBytes, void *stream,
+                      void **params, void **extra, size_t paramsCount);
 
 #ifdef __cplusplus
 }

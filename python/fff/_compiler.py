@@ -1,0 +1,171 @@
+"""Compiling MLIR with fff's pipelines, and calling what was compiled."""
+
+import ctypes
+import json
+
+from . import _fff, _memref
+from ._fff import FFFError
+
+# MLIR's C runner utilities (memrefCopy and friends), which compiled CPU code
+# may call: beside the libMLIR.so fff was built against.
+_RUNNER_UTILS = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
+_PIPELINES = {"cpu": "fff-cpu-pipeline", "cuda": "fff-gpu-pipeline"}
+
+
+def _pipeline(name, options):
+    """`name{key=value ...}` from keyword options (underscores become dashes,
+    booleans 1/0)."""
+    if not options:
+        return name
+    text = " ".join(f"{key.rstrip('_').replace('_', '-')}="
+                    f"{int(value) if isinstance(value, bool) else value}"
+                    for key, value in options.items())
+    return f"{name}{{{text}}}"
+
+
+def lower(ir, pipeline):
+    """Runs the pass pipeline `pipeline` (a name such as "fff-cpu-pipeline",
+    with options as "fff-gpu-pipeline{chip=sm_90}", or a full
+    "builtin.module(...)") on the MLIR text `ir` and returns the result as
+    MLIR text. Raises FFFError with the first error."""
+    return _fff.lower(ir, pipeline)
+
+
+def compile(ir, target="cpu", **pipeline_options):
+    """Compiles the MLIR text `ir` with fff's pipeline for `target` and
+    returns an Executable whose public functions are its attributes.
+
+    target="cpu": --fff-cpu-pipeline, JIT-compiled for this host; options
+    `raise_` and `gpu_twin`. target="cuda": --fff-gpu-pipeline, kernels as
+    PTX for the CUDA driver (FFF_CUDA_DRIVER or libcuda.so.1) and host code
+    JIT-compiled; options `chip`, `features`, `opt_level`, `tree_variant`,
+    `tree_staging`.
+    """
+    if target not in _PIPELINES:
+        raise FFFError(f"unknown target '{target}': expected 'cpu' or 'cuda'")
+    signatures = json.loads(_fff.describe(ir))
+    engine = _fff.Engine(ir, _pipeline(_PIPELINES[target], pipeline_options), 3, _RUNNER_UTILS)
+    # A GPU module loads its kernels as the engine starts; a missing driver
+    # or a kernel the driver rejects is an error now, not at the first call.
+    error = _fff.last_error()
+    if error:
+        raise FFFError(error)
+    return Executable(engine, signatures, target)
+
+
+class Executable:
+    """A compiled module: each public function is an attribute."""
+
+    def __init__(self, engine, signatures, target):
+        self.target = target
+        self._engine = engine
+        self.functions = {s["name"]: Function(self, s) for s in signatures}
+
+    def __getattr__(self, name):
+        functions = self.__dict__.get("functions", {})
+        if name in functions:
+            return functions[name]
+        raise AttributeError(f"the module has no public function '{name}'")
+
+    def __dir__(self):
+        return list(super().__dir__()) + list(self.functions)
+
+
+class Function:
+    """One compiled function, called with numpy arrays or torch tensors (CPU)
+    or CUDA arrays (GPU); returns its result, or a tuple of them."""
+
+    def __init__(self, executable, signature):
+        self._executable = executable
+        self.name = signature["name"]
+        self.arguments = signature["arguments"]
+        self.results = signature["results"]
+        for kind, specs in (("argument", self.arguments), ("result", self.results)):
+            for i, spec in enumerate(specs):
+                if spec["element"] is None:
+                    raise FFFError(f"@{self.name} {kind} #{i} is not a ranked tensor; "
+                                   "fff's Python functions pass tensors")
+        packed = executable._engine.lookup("_mlir_ciface_" + self.name)
+        self._packed = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(packed)
+
+    def __repr__(self):
+        def text(spec):
+            return "x".join("?" if d == -1 else str(d) for d in spec["shape"]) + "x" + spec["element"]
+        return (f"<fff function @{self.name}({', '.join(map(text, self.arguments))}) -> "
+                f"({', '.join(map(text, self.results))})>")
+
+    def _call(self, pointers):
+        packed = (ctypes.c_void_p * len(pointers))(
+            *[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in pointers])
+        self._packed(packed)
+        error = _fff.last_error()
+        if error:
+            raise FFFError(error)
+
+    def __call__(self, *args, out=None):
+        if len(args) != len(self.arguments):
+            raise FFFError(f"@{self.name} takes {len(self.arguments)} arguments, got {len(args)}")
+        if self._executable.target == "cuda":
+            return self._call_cuda(args, out)
+        if out is not None:
+            raise FFFError("out= is for CUDA executables; CPU results are allocated by fff")
+        return self._call_cpu(args)
+
+    def _call_cpu(self, args):
+        described = [_memref.host_argument(f"@{self.name} argument #{i}", value, spec)
+                     for i, (value, spec) in enumerate(zip(args, self.arguments))]
+        results = [_memref.descriptor_type(len(spec["shape"]))() for spec in self.results]
+        # Results come back through one pointer: to the descriptor, or to a
+        # struct of them (laid end to end: all fields are 8 bytes).
+        fields = [(f"r{i}", type(r)) for i, r in enumerate(results)]
+        storage = type("Results", (ctypes.Structure,), {"_fields_": fields})() if results else None
+        pointers = ([ctypes.c_void_p(ctypes.addressof(storage))] if results else []) + \
+            [ctypes.c_void_p(ctypes.addressof(d)) for d, _ in described]
+        self._call(pointers)
+        inputs = {d.allocated for d, _ in described}
+        as_torch = any(_memref.is_torch(a) for a in args)
+        owners = {}
+        values = [_memref.host_result(getattr(storage, f"r{i}"), spec, inputs, owners, as_torch)
+                  for i, spec in enumerate(self.results)]
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def _call_cuda(self, args, out):
+        described = [_memref.cuda_argument(f"@{self.name} argument #{i}", value, spec)
+                     for i, (value, spec) in enumerate(zip(args, self.arguments))]
+        outputs = self._outputs(args, out)
+        described += [_memref.cuda_argument(f"@{self.name} result #{i}", value, spec)
+                      for i, (value, spec) in enumerate(zip(outputs, self.results))]
+        torch = _memref._torch()
+        torch_args = [a for a in list(args) + outputs if _memref.is_torch(a)]
+        # Launch on torch's current stream, as torch's own kernels do.
+        _fff.set_stream(torch.cuda.current_stream(torch_args[0].device).cuda_stream if torch_args else 0)
+        try:
+            self._call([ctypes.c_void_p(ctypes.addressof(d)) for d, _ in described])
+        finally:
+            _fff.set_stream(0)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _outputs(self, args, out):
+        """The caller's `out` buffers, or torch CUDA tensors allocated like
+        the arguments: a dynamic extent is taken from the first argument of
+        the same rank (the compiled code checks it)."""
+        if out is not None:
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            if len(out) != len(self.results):
+                raise FFFError(f"@{self.name} has {len(self.results)} results, out= gives {len(out)}")
+            return out
+        torch_args = [a for a in args if _memref.is_torch(a)]
+        if not torch_args:
+            raise FFFError(f"@{self.name}: pass out= buffers for its results, or torch CUDA tensors")
+        outputs = []
+        for spec in self.results:
+            shape = []
+            for dim, extent in enumerate(spec["shape"]):
+                if extent == -1:
+                    like = next((a for a in args if len(a.__cuda_array_interface__["shape"]) == len(spec["shape"])), None)
+                    if like is None:
+                        raise FFFError(f"@{self.name}: pass out= (a result extent follows no argument)")
+                    extent = like.__cuda_array_interface__["shape"][dim]
+                shape.append(extent)
+            outputs.append(torch_args[0].new_empty(shape, dtype=_memref.torch_dtype(spec["element"])))
+        return outputs

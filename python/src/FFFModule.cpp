@@ -1,0 +1,228 @@
+//===- FFFModule.cpp - fff._fff, Python bindings over the C API ----------===//
+//
+// The thin native layer of the `fff` package: parsing, running pipelines
+// and JIT-compiling modules, through fff's C API (libFFFCAPI.so, which
+// carries MLIR's). Everything above it (argument checks, numpy and torch
+// marshalling) is Python, in fff/.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fff-c/Compiler.h"
+#include "fff/Runtime/CudaRuntime.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/ExecutionEngine.h"
+#include "mlir-c/IR.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <string>
+
+namespace nb = nanobind;
+
+namespace {
+
+/// fff's errors in Python: fff.FFFError, with fff's one-line message.
+struct FFFError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void appendText(MlirStringRef text, void *string) {
+  static_cast<std::string *>(string)->append(text.data, text.length);
+}
+
+/// The first error diagnostic of a context, as one line.
+MlirLogicalResult keepFirstError(MlirDiagnostic diagnostic, void *first) {
+  auto *message = static_cast<std::string *>(first);
+  if (mlirDiagnosticGetSeverity(diagnostic) == MlirDiagnosticError &&
+      message->empty()) {
+    std::string location;
+    mlirLocationPrint(mlirDiagnosticGetLocation(diagnostic), appendText,
+                      &location);
+    std::string text;
+    mlirDiagnosticPrint(diagnostic, appendText, &text);
+    *message = location + ": " + text;
+  }
+  return mlirLogicalResultSuccess();
+}
+
+/// A context with fff's dialects and a parsed module, which errors on.
+class Module {
+public:
+  explicit Module(const std::string &ir) {
+    static bool registered = (fffRegisterPasses(), true);
+    (void)registered;
+    MlirDialectRegistry registry = mlirDialectRegistryCreate();
+    fffRegisterDialects(registry);
+    context =
+        mlirContextCreateWithRegistry(registry, /*threadingEnabled=*/false);
+    mlirDialectRegistryDestroy(registry);
+    mlirContextAttachDiagnosticHandler(context, keepFirstError, &firstError,
+                                       nullptr);
+    module = mlirModuleCreateParse(context,
+                                   mlirStringRefCreate(ir.data(), ir.size()));
+    if (mlirModuleIsNull(module))
+      fail("cannot parse the module");
+  }
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+  ~Module() {
+    if (!mlirModuleIsNull(module))
+      mlirModuleDestroy(module);
+    mlirContextDestroy(context);
+  }
+
+  /// Runs `pipeline`; throws FFFError with its first error.
+  void run(const std::string &pipeline) {
+    std::string error;
+    if (mlirLogicalResultIsFailure(fffRunPipeline(
+            module, mlirStringRefCreate(pipeline.data(), pipeline.size()),
+            appendText, &error)))
+      throw FFFError(error);
+  }
+
+  std::string print() {
+    std::string text;
+    mlirOperationPrint(mlirModuleGetOperation(module), appendText, &text);
+    return text;
+  }
+
+  std::string describe() {
+    std::string text;
+    fffDescribeFunctions(module, appendText, &text);
+    return text;
+  }
+
+  /// Gives public functions a C interface (one pointer per memref
+  /// descriptor), which the Python side calls.
+  void requestCInterfaces() {
+    MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
+    for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+      MlirIdentifier name = mlirOperationGetName(op);
+      MlirStringRef text = mlirIdentifierStr(name);
+      if (std::string(text.data, text.length) != "func.func")
+        continue;
+      MlirAttribute visibility = mlirOperationGetInherentAttributeByName(
+          op, mlirStringRefCreateFromCString("sym_visibility"));
+      if (!mlirAttributeIsNull(visibility))
+        continue;
+      mlirOperationSetDiscardableAttributeByName(
+          op, mlirStringRefCreateFromCString("llvm.emit_c_interface"),
+          mlirUnitAttrGet(context));
+    }
+  }
+
+  [[noreturn]] void fail(const std::string &what) {
+    throw FFFError(firstError.empty() ? what : firstError);
+  }
+
+  MlirContext context;
+  MlirModule module;
+  std::string firstError;
+};
+
+/// A module compiled by a pipeline and JIT-compiled for this host, with
+/// fff's runtimes linked in. Keeps its context alive.
+class Engine {
+public:
+  Engine(const std::string &ir, const std::string &pipeline, int optLevel,
+         const std::string &runnerUtils)
+      : module(ir) {
+    module.requestCInterfaces();
+    module.run(pipeline);
+    // No shared libraries through the engine: it would open them with
+    // RTLD_GLOBAL, and with them libMLIR.so and libLLVM.so, whose symbols
+    // would then take the place of those of any other LLVM later loaded
+    // into this process (torch-mlir's, say).
+    engine = mlirExecutionEngineCreate(module.module, optLevel, /*numPaths=*/0,
+                                       nullptr, /*enableObjectDump=*/false,
+                                       /*enablePIC=*/false);
+    if (mlirExecutionEngineIsNull(engine))
+      module.fail("cannot JIT-compile the module for this host");
+    // MLIR's C runner utilities, opened privately, for the one function
+    // compiled code calls in them (memref.copy of a strided buffer).
+    if (void *utils = dlopen(runnerUtils.c_str(), RTLD_NOW | RTLD_LOCAL))
+      if (void *copy = dlsym(utils, "memrefCopy"))
+        registerSymbol("memrefCopy", copy);
+    // The runtimes, for the compiled code: failed checks report to
+    // fff_runtime; GPU host code launches through the CUDA runtime.
+    registerSymbol("fffReportCheckFailure", (void *)&fffReportCheckFailure);
+    registerSymbol("mgpuModuleLoad", (void *)&mgpuModuleLoad);
+    registerSymbol("mgpuModuleLoadJIT", (void *)&mgpuModuleLoadJIT);
+    registerSymbol("mgpuModuleUnload", (void *)&mgpuModuleUnload);
+    registerSymbol("mgpuModuleGetFunction", (void *)&mgpuModuleGetFunction);
+    registerSymbol("mgpuStreamCreate", (void *)&mgpuStreamCreate);
+    registerSymbol("mgpuStreamSynchronize", (void *)&mgpuStreamSynchronize);
+    registerSymbol("mgpuStreamDestroy", (void *)&mgpuStreamDestroy);
+    registerSymbol("mgpuLaunchKernel", (void *)&mgpuLaunchKernel);
+    mlirExecutionEngineInitialize(engine);
+  }
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+  ~Engine() { mlirExecutionEngineDestroy(engine); }
+
+  /// The address of `name`'s packed entry point, void (*)(void **).
+  uintptr_t lookup(const std::string &name) {
+    void *function = mlirExecutionEngineLookupPacked(
+        engine, mlirStringRefCreate(name.data(), name.size()));
+    if (!function)
+      throw FFFError("no compiled function " + name);
+    return reinterpret_cast<uintptr_t>(function);
+  }
+
+private:
+  void registerSymbol(const char *name, void *address) {
+    mlirExecutionEngineRegisterSymbol(
+        engine, mlirStringRefCreateFromCString(name), address);
+  }
+
+  Module module;
+  MlirExecutionEngine engine;
+};
+
+} // namespace
+
+NB_MODULE(_fff, m) {
+  m.doc() = "fff's native layer: pipelines and JIT compilation over fff's C "
+            "API. Use the fff package.";
+  nb::exception<FFFError>(m, "FFFError");
+
+  m.def(
+      "lower",
+      [](const std::string &ir, const std::string &pipeline) {
+        Module module(ir);
+        module.run(pipeline);
+        return module.print();
+      },
+      nb::arg("ir"), nb::arg("pipeline"),
+      "Runs a pass pipeline on MLIR text and returns the result as text.");
+  m.def(
+      "describe", [](const std::string &ir) { return Module(ir).describe(); },
+      nb::arg("ir"),
+      "The public functions of MLIR text and their tensor types, as JSON.");
+  m.def(
+      "last_error",
+      []() -> nb::object {
+        const char *error = fffGetLastError();
+        if (!error)
+          return nb::none();
+        return nb::str(error);
+      },
+      "The first error compiled code reported since the last call, or None.");
+  m.def(
+      "set_stream",
+      [](uintptr_t stream) { fffSetStream(reinterpret_cast<void *>(stream)); },
+      nb::arg("stream"),
+      "The CUstream GPU calls run on (0: a private one, synchronously).");
+
+  nb::class_<Engine>(m, "Engine")
+      .def(nb::init<const std::string &, const std::string &, int,
+                    const std::string &>(),
+           nb::arg("ir"), nb::arg("pipeline"), nb::arg("opt_level"),
+           nb::arg("runner_utils"))
+      .def("lookup", &Engine::lookup, nb::arg("name"));
+}

@@ -1,0 +1,179 @@
+"""fff.compile(target="cpu"): each op called with numpy arrays and torch
+tensors, against float64 references; the checks on the way in."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import fff
+from conftest import (TOLERANCE, dequantize, layer_norm, leaf_tree_ffn, quantize, relative_error,
+                      rms_norm, tree_ffn)
+
+DTYPES = ["f32", "f16", "bf16"]
+
+
+def norms_module(dtype, hidden="?"):
+    x, p, s = f"tensor<?x{hidden}x{dtype}>", f"tensor<{hidden}x{dtype}>", "tensor<?x1xf32>"
+    return f"""
+func.func @layer_norm(%x: {x}, %g: {p}, %b: {p}) -> ({x}, {s}, {s}) {{
+  %y, %m, %r = fff.layer_norm %x scale(%g : {p}) bias(%b : {p}) return_stats : {x}
+  return %y, %m, %r : {x}, {s}, {s}
+}}
+func.func @rms_norm(%x: {x}, %g: {p}) -> {x} {{
+  %y = fff.rms_norm %x scale(%g : {p}) : {x}
+  return %y : {x}
+}}
+"""
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_norms_on_numpy(dtype, rng):
+    exe = fff.compile(norms_module(dtype))
+    x_arr, x = quantize(rng.standard_normal((5, 96)) * 3 + 1, dtype)
+    g_arr, g = quantize(rng.standard_normal(96), dtype)
+    b_arr, b = quantize(rng.standard_normal(96), dtype)
+    y, mean, rstd = exe.layer_norm(x_arr, g_arr, b_arr)
+    ref_y, ref_mean, ref_rstd = layer_norm(x, g, b)
+    assert y.dtype == x_arr.dtype and y.shape == (5, 96) and mean.shape == (5, 1)
+    assert relative_error(dequantize(y, dtype), ref_y) < TOLERANCE[dtype]
+    assert relative_error(mean, ref_mean) < TOLERANCE["f32"]
+    assert relative_error(rstd, ref_rstd) < TOLERANCE["f32"]
+    assert relative_error(dequantize(exe.rms_norm(x_arr, g_arr), dtype), rms_norm(x, g)) < TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_norms_on_torch(dtype, rng):
+    torch = pytest.importorskip("torch")
+    torch_dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    exe = fff.compile(norms_module(dtype, 64))
+    x = torch.from_numpy(rng.standard_normal((7, 64)).astype(np.float32)).to(torch_dtype)
+    g = torch.from_numpy(rng.standard_normal(64).astype(np.float32)).to(torch_dtype)
+    y = exe.rms_norm(x, g)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch_dtype
+    assert relative_error(y.double().numpy(), rms_norm(x.double().numpy(), g.double().numpy())) < TOLERANCE[dtype]
+
+
+def test_tree_ffn(rng):
+    depth, din, dout = 3, 40, 24
+    nodes = 2 ** (depth + 1) - 1
+    exe = fff.compile(f"""
+func.func @tree(%x: tensor<?x{din}xf32>, %wi: tensor<2x{nodes}x{din}xf32>, %bi: tensor<2x{nodes}xf32>,
+                %wo: tensor<2x{nodes}x{dout}xf32>, %bo: tensor<{dout}xf32>) -> tensor<?x{dout}xf32> {{
+  %y = fff.tree_ffn %x, %wi bias(%bi : tensor<2x{nodes}xf32>), %wo bias(%bo : tensor<{dout}xf32>) {{depth = {depth} : i64}}
+      : tensor<?x{din}xf32>, tensor<2x{nodes}x{din}xf32>, tensor<2x{nodes}x{dout}xf32>
+  return %y : tensor<?x{dout}xf32>
+}}""")
+    args = [rng.standard_normal(s).astype(np.float32) for s in
+            [(9, din), (2, nodes, din), (2, nodes), (2, nodes, dout), (dout,)]]
+    assert relative_error(exe.tree(*args), tree_ffn(*[a.astype(np.float64) for a in args], depth)) < TOLERANCE["f32"]
+
+
+def test_leaf_tree_ffn(rng):
+    depth, din, width, dout = 2, 16, 8, 12
+    leaves = 2 ** depth
+    types = [f"tensor<?x{din}xf32>", f"tensor<{leaves - 1}x{din}xf32>", f"tensor<{leaves - 1}xf32>",
+             f"tensor<{leaves}x{din}x{width}xf32>", f"tensor<{leaves}x{width}xf32>",
+             f"tensor<{leaves}x{width}x{dout}xf32>", f"tensor<{leaves}x{dout}xf32>"]
+    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
+    exe = fff.compile(f"""
+func.func @leaf({', '.join(f'%{n}: {t}' for n, t in zip(names, types))}) -> tensor<?x{dout}xf32> {{
+  %y = fff.leaf_tree_ffn {', '.join('%' + n for n in names)} {{depth = {depth} : i64}} : {', '.join(types)}
+  return %y : tensor<?x{dout}xf32>
+}}""")
+    shapes = [(6, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width),
+              (leaves, width, dout), (leaves, dout)]
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    assert relative_error(exe.leaf(*args), leaf_tree_ffn(*[a.astype(np.float64) for a in args], depth)) \
+        < TOLERANCE["f32"]
+
+
+def test_linalg_input_is_raised_and_run(rng):
+    """A decomposed RMSNorm, as frontends emit it, through the same call."""
+    exe = fff.compile("""
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @rms(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x32xf32>) outs(%init : tensor<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %q = arith.mulf %v, %v : f32
+    %s = arith.addf %acc, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %ey = tensor.empty(%n) : tensor<?x32xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %ss : tensor<?x32xf32>, tensor<?xf32>) outs(%ey : tensor<?x32xf32>) {
+  ^bb0(%v: f32, %s: f32, %out: f32):
+    %cnt = arith.constant 32.0 : f32
+    %eps = arith.constant 1.0e-5 : f32
+    %m = arith.divf %s, %cnt : f32
+    %a = arith.addf %m, %eps : f32
+    %r = math.rsqrt %a : f32
+    %o = arith.mulf %v, %r : f32
+    linalg.yield %o : f32
+  } -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}""")
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    assert relative_error(exe.rms(x), rms_norm(x.astype(np.float64), 1.0)) < TOLERANCE["f32"]
+
+
+def test_inputs_are_not_copied_and_results_outlive_the_call(rng):
+    exe = fff.compile(norms_module("f32", 16))
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    g = np.ones(16, np.float32)
+    results = [exe.rms_norm(x, g) for _ in range(3)]
+    gc.collect()
+    for y in results:
+        assert relative_error(y, rms_norm(x.astype(np.float64), 1.0)) < TOLERANCE["f32"]
+    # A strided view is copied into a contiguous buffer on the way in.
+    wide = rng.standard_normal((3, 32)).astype(np.float32)
+    view = wide[:, ::2]
+    assert relative_error(exe.rms_norm(view, g), rms_norm(view.astype(np.float64), 1.0)) < TOLERANCE["f32"]
+
+
+def test_empty_batch():
+    exe = fff.compile(norms_module("f32", 16))
+    y = exe.rms_norm(np.zeros((0, 16), np.float32), np.ones(16, np.float32))
+    assert y.shape == (0, 16)
+
+
+@pytest.mark.parametrize("args, message", [
+    (lambda: (np.ones((2, 16), np.float64), np.ones(16, np.float32)),
+     "@rms_norm argument #0 has dtype float64 but the function takes f32: numpy dtype float32"),
+    (lambda: (np.ones((2, 17), np.float32), np.ones(16, np.float32)),
+     "@rms_norm argument #0 has shape [2, 17] but the function takes [?, 16]"),
+    (lambda: (np.ones(16, np.float32), np.ones(16, np.float32)),
+     "@rms_norm argument #0 has shape [16] but the function takes [?, 16]"),
+    (lambda: (np.ones((2, 16), np.float32),), "@rms_norm takes 2 arguments, got 1"),
+])
+def test_bad_arguments(args, message):
+    exe = fff.compile(norms_module("f32", 16))
+    with pytest.raises(fff.FFFError) as error:
+        exe.rms_norm(*args())
+    assert str(error.value) == message
+
+
+def test_extents_that_contradict_each_other_are_checked_by_the_compiled_code():
+    exe = fff.compile(norms_module("bf16"))
+    x, g = np.zeros((2, 8), np.uint16), np.zeros(3, np.uint16)
+    with pytest.raises(fff.FFFError, match=r"'fff.rms_norm' op scale dim 0 \(D\) does not match input dim 1"):
+        exe.rms_norm(x, g)
+    # The next call is unaffected.
+    assert exe.rms_norm(x, np.zeros(8, np.uint16)).shape == (2, 8)
+
+
+def test_functions_and_errors_of_compile():
+    exe = fff.compile(norms_module("f32", 16))
+    assert sorted(exe.functions) == ["layer_norm", "rms_norm"]
+    assert "rms_norm" in dir(exe)
+    with pytest.raises(AttributeError, match="no public function 'nope'"):
+        exe.nope
+    with pytest.raises(fff.FFFError, match="unknown target 'tpu'"):
+        fff.compile(norms_module("f32", 16), target="tpu")
