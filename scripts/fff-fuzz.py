@@ -14,6 +14,11 @@ fusion, both conversions, the CPU twins, and both pipelines. A run fails on
   - a pipeline that exits 0 with anything left but LLVM dialect (and, for
     the GPU pipeline, compiled kernels and their launches).
 
+A mutant that crashes MLIR's own parser is not fff's failure: when stock
+mlir-opt (--reference-opt, Debian's) crashes on it too, with no pass at
+all, it is counted and listed as an upstream crash instead, and does not
+fail the run.
+
 Mutants go to fff-opt in batches with --split-input-file, which reports
 errors per case and goes on; a batch that fails is split until the
 offending mutants are found, and each is written to the output directory
@@ -242,6 +247,18 @@ def find_failures(fff_opt, mode, mutants, indices, timeout):
             find_failures(fff_opt, mode, mutants[half:], indices[half:], timeout))
 
 
+def crashes_upstream(reference_opt, mutant, timeout):
+    """Whether stock mlir-opt, parsing `mutant` and running nothing, crashes."""
+    if not reference_opt or not os.path.exists(reference_opt):
+        return False
+    try:
+        proc = subprocess.run([reference_opt, "--allow-unregistered-dialect", "-"], input=mutant,
+                              capture_output=True, text=True, timeout=timeout, errors="replace")
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode < 0 or any(b in proc.stderr for b in CRASH_BANNERS)
+
+
 def main():
     root = pathlib.Path(__file__).resolve().parent.parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -257,6 +274,8 @@ def main():
     parser.add_argument("--corpus", action="append",
                         help="directory of .mlir inputs (default: test/ and examples/)")
     parser.add_argument("--out", help="directory for failing mutants")
+    parser.add_argument("--reference-opt", default="/usr/lib/llvm-22/bin/mlir-opt",
+                        help="stock mlir-opt, to tell MLIR's own parser crashes from fff's")
     args = parser.parse_args()
 
     corpus = load_corpus(args.corpus or [root / "test", root / "examples"])
@@ -271,13 +290,22 @@ def main():
                 indices = list(range(first, first + len(batch)))
                 jobs.append((mode, pool.submit(find_failures, args.fff_opt, mode, batch,
                                                indices, args.timeout)))
-        failures = [(mode, index, reason) for mode, job in jobs for index, reason in job.result()]
+        found = [(mode, index, reason) for mode, job in jobs for index, reason in job.result()]
+    upstream_mutants = {index for _, index, _ in found
+                        if crashes_upstream(args.reference_opt, mutants[index], args.timeout)}
+    failures = [f for f in found if f[1] not in upstream_mutants]
     elapsed = time.monotonic() - start
 
     cases = len(mutants) * len(modes)
     print(f"fff-fuzz: seed {args.seed}: {len(mutants)} mutants of {len(corpus)} corpus cases "
           f"through {len(modes)} modes: {cases} cases in {elapsed:.0f} s, "
           f"{len(failures)} failures")
+    for index in sorted(upstream_mutants):
+        print(f"upstream: mutant {index} crashes stock mlir-opt's parser too (not counted)")
+        if args.out:
+            path = pathlib.Path(args.out) / f"seed{args.seed}-mutant{index}-upstream.mlir"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"// mlir-opt --allow-unregistered-dialect: crashes\n{mutants[index]}")
     for mode, index, reason in failures:
         print(f"FAIL mutant {index} ({mode}): {reason}")
         if args.out:
