@@ -90,18 +90,38 @@ SmallVector<Value> escapingValues(const Unit &unit) {
   return values;
 }
 
-/// Replaces the unit by an fff.fusion placed where its last op was; fails
-/// (changing nothing) if a result is used before that point.
-LogicalResult formFusion(const Unit &unit) {
-  if (unit.size() == 1)
-    return failure(); // a norm alone is its own unit already
+/// Whether something outside the unit uses one of its values before the
+/// unit's last op, where the fusion replacing the unit will be. That is
+/// also the case when a unit op depends on another through outside ops
+/// (a residual add whose other operand is computed from the norm).
+bool usedBeforeEnd(const Unit &unit) {
   Operation *last = unit.back();
-  SmallVector<Value> escaping = escapingValues(unit);
-  for (Value value : escaping)
+  for (Value value : escapingValues(unit))
     for (Operation *user : value.getUsers())
       if (!unit.contains(user) && user->getBlock() == last->getBlock() &&
           user->isBeforeInBlock(last))
-        return failure();
+        return true;
+  return false;
+}
+
+/// Drops epilogue ops from the end of the unit until no outside op needs a
+/// unit value before the fusion is placed; false if even the norm and its
+/// prologue cannot be.
+bool trimToFormable(Unit &unit, Operation *norm) {
+  while (usedBeforeEnd(unit)) {
+    if (unit.back() == norm)
+      return false;
+    unit.pop_back();
+  }
+  return true;
+}
+
+/// Replaces the unit by an fff.fusion placed where its last op was.
+LogicalResult formFusion(Unit unit, Operation *norm) {
+  if (!trimToFormable(unit, norm) || unit.size() == 1)
+    return failure(); // a norm alone is its own unit already
+  Operation *last = unit.back();
+  SmallVector<Value> escaping = escapingValues(unit);
 
   // Inputs: every value from outside, except constants, which are cloned.
   llvm::SetVector<Value> inputs;
@@ -155,7 +175,7 @@ struct FuseNormsPass : fff::impl::FuseNormsBase<FuseNormsPass> {
         norms.push_back(op);
     });
     for (Operation *norm : norms)
-      (void)formFusion(collectUnit(norm));
+      (void)formFusion(collectUnit(norm), norm);
   }
 };
 

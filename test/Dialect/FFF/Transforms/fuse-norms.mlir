@@ -84,3 +84,24 @@ func.func @use_in_between(%x: tensor<4x16xf32>, %w: tensor<16x16xf32>, %acc: ten
   %z = arith.addf %n, %p : tensor<4x16xf32>
   return %z : tensor<4x16xf32>
 }
+
+// -----
+
+// LLaMA's sublayer: the residual h = x + a feeds the norm and, after a
+// matmul of the norm, the next residual add. That add depends on the unit
+// through the matmul, so it is dropped from the unit, which keeps the first
+// add and the norm and returns both.
+// CHECK-LABEL: func @residual_used_after_the_sublayer
+// CHECK:         %[[UNIT:.*]]:2 = fff.fusion ins(%arg0, %arg1 :
+// CHECK:           %[[H:.*]] = arith.addf
+// CHECK:           %[[N:.*]] = fff.rms_norm %[[H]]
+// CHECK:           fff.yield %[[H]], %[[N]]
+// CHECK:         %[[P:.*]] = linalg.matmul ins(%[[UNIT]]#1
+// CHECK:         arith.addf %[[UNIT]]#0, %[[P]]
+func.func @residual_used_after_the_sublayer(%x: tensor<4x16xf32>, %a: tensor<4x16xf32>, %w: tensor<16x16xf32>, %acc: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %h = arith.addf %x, %a : tensor<4x16xf32>
+  %n = fff.rms_norm %h : tensor<4x16xf32>
+  %p = linalg.matmul ins(%n, %w : tensor<4x16xf32>, tensor<16x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %z = arith.addf %h, %p : tensor<4x16xf32>
+  return %z : tensor<4x16xf32>
+}
