@@ -454,6 +454,27 @@ FFF_DRIVER_API CUresult cuMemsetD8_v2(CUdeviceptr destination,
   return fill(destination, value, count, nullptr);
 }
 
+// Stream-ordered allocation: the emulator runs work as it is queued, so
+// allocating and freeing "on a stream" is allocating and freeing now.
+FFF_DRIVER_API CUresult cuMemAllocAsync(CUdeviceptr *pointer, size_t bytes,
+                                        CUstream stream) {
+  {
+    Lock lock(driver().mutex);
+    if (!isValidStream(stream))
+      return CUDA_ERROR_INVALID_HANDLE;
+  }
+  return cuMemAlloc_v2(pointer, bytes);
+}
+
+FFF_DRIVER_API CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream stream) {
+  {
+    Lock lock(driver().mutex);
+    if (!isValidStream(stream))
+      return CUDA_ERROR_INVALID_HANDLE;
+  }
+  return cuMemFree_v2(pointer);
+}
+
 FFF_DRIVER_API CUresult cuMemsetD8Async(CUdeviceptr destination,
                                         unsigned char value, size_t count,
                                         CUstream stream) {
@@ -707,6 +728,8 @@ const EntryPoint entryPoints[] = {
     MISSING("cuMemsetD8", 2000),
     IMPLEMENTED("cuMemsetD8", 3020, cuMemsetD8_v2),
     IMPLEMENTED("cuMemsetD8Async", 3020, cuMemsetD8Async),
+    IMPLEMENTED("cuMemAllocAsync", 11020, cuMemAllocAsync),
+    IMPLEMENTED("cuMemFreeAsync", 11020, cuMemFreeAsync),
     IMPLEMENTED("cuModuleLoadData", 2000, cuModuleLoadData),
     IMPLEMENTED("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
     IMPLEMENTED("cuModuleUnload", 2000, cuModuleUnload),

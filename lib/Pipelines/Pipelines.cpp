@@ -104,14 +104,18 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   kernels.treeVariant = options.treeVariant;
   kernels.treeStaging = options.treeStaging;
   pm.addPass(createConvertFFFToGPU(kernels));
+  // The rest of the module's tensor work as linalg ops, each maximal group
+  // of elementwise producers and consumers fused into one op, which becomes
+  // one kernel below.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
 
-  // Tensors -> device buffers; results become caller-allocated out-params,
-  // so no host code touches device memory. The caller's buffers are
-  // checked before any launch: the arguments first, with ties between
-  // each result's allocation and its extents, which then hold for the
-  // out-param that replaces it; then the out-params themselves. The
-  // kernels' 128-bit accesses need 16-byte aligned buffers.
+  // Tensors -> buffers; results become caller-allocated out-params. The
+  // caller's buffers are checked before any launch: the arguments first,
+  // with ties between each result's allocation and its extents, which then
+  // hold for the out-param that replaces it; then the out-params
+  // themselves. The kernels' 128-bit accesses need 16-byte aligned buffers.
   addBufferization(pm);
   CheckEntryBuffersOptions entryChecks;
   entryChecks.alignment = 16;
@@ -123,6 +127,18 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCheckEntryBuffers(entryChecks));
   pm.addPass(createCanonicalizerPass());
+
+  // What host code still computes on buffers (linalg ops, copies) becomes
+  // kernels; then host code only allocates, frees and launches, and its
+  // buffers move to the device. Kernel math avoids libdevice.
+  pm.addPass(createConvertLinalgToGPUKernels());
+  pm.addPass(createDeviceBuffers());
+  pm.addPass(createCheckAllocations());
+  pm.addPass(createLegalizeKernelMath());
+  pm.addPass(createCanonicalizerPass());
+  // Each function's allocations, launches and frees queue on one stream,
+  // which the function waits for once, at its end.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   // Host control flow, with failed checks returning early, then the host
   // and kernel code to LLVM and NVVM (the steps of upstream's
@@ -153,7 +169,9 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   kernelCode.addPass(createReconcileUnrealizedCastsPass());
 
   // Launches -> fff's runtime calls; kernels -> PTX text in gpu.binary.
+  // Constants read by kernels get device copies.
   pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createUploadDeviceConstants());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binary));

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 namespace {
@@ -33,6 +34,7 @@ using CUcontext = void *;
 using CUmodule = void *;
 using CUfunction = void *;
 using CUstream = void *;
+using CUdeviceptr = uintptr_t;
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_JIT_OPTIMIZATION_LEVEL = 7;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
@@ -54,6 +56,11 @@ struct Driver {
                              unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUcontext context = nullptr;
 };
 
@@ -62,6 +69,9 @@ struct Driver {
 /// run before this library's own static initializers.
 struct State {
   void *userStream = nullptr;
+  /// Held while a constant is copied to the device, so that each is copied
+  /// once however many threads call at once.
+  std::mutex constantsMutex;
 };
 
 State &state() {
@@ -115,6 +125,11 @@ Driver *driver() {
     bind(d.cuStreamDestroy, "cuStreamDestroy_v2");
     bind(d.cuLaunchKernel, "cuLaunchKernel");
     bind(d.cuGetErrorString, "cuGetErrorString");
+    bind(d.cuMemAlloc, "cuMemAlloc_v2");
+    bind(d.cuMemFree, "cuMemFree_v2");
+    bind(d.cuMemAllocAsync, "cuMemAllocAsync");
+    bind(d.cuMemFreeAsync, "cuMemFreeAsync");
+    bind(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     if (!complete)
       return nullptr;
     CUdevice device;
@@ -146,6 +161,10 @@ bool inContext(const char *what, Call call) {
   recordError(std::string(what) + " failed: " + text);
   return false;
 }
+
+/// The kernel the last mgpuModuleGetFunction on this thread looked up: the
+/// lowering calls it right before each launch, which names it if it fails.
+thread_local std::string kernelToLaunch;
 
 } // namespace
 
@@ -181,10 +200,9 @@ void mgpuModuleUnload(void *module) {
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
   CUfunction function = nullptr;
-  if (!module) {
-    recordError(std::string("kernel ") + name + " is unavailable: its module did not load");
-    return nullptr;
-  }
+  kernelToLaunch = name;
+  if (!module)
+    return nullptr; // an error only if a launch needs it (not an empty one)
   inContext("looking up a kernel", [&](Driver &d) {
     return d.cuModuleGetFunction(&function, module, name);
   });
@@ -217,16 +235,66 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedMemoryBytes, void *stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
+  if (gridX == 0 || gridY == 0 || gridZ == 0)
+    return; // empty batch: nothing to do, which CUDA would reject
   if (!function) {
-    recordError("launch skipped: the kernel is unavailable");
+    recordError("kernel " + kernelToLaunch +
+                " is unavailable: its module did not load");
     return;
   }
-  if (gridX == 0 || gridY == 0 || gridZ == 0)
-    return; // empty batch: nothing to do
   inContext("launching a kernel", [&](Driver &d) {
     return d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
                             blockZ, sharedMemoryBytes, stream, params, extra);
   });
+}
+
+// Buffers of the compiled code, allocated and freed in order with the
+// kernels on `stream` (the function's stream, or the caller's): a buffer
+// is freed only after the kernels queued before that use it. Without a
+// stream, allocation is plain, and so is freeing, which waits for the
+// device. An empty buffer is null: nothing reads it, and CUDA rejects size
+// 0.
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
+  if (hostShared) {
+    recordError("host-shared GPU allocations are not supported");
+    return nullptr;
+  }
+  CUdeviceptr pointer = 0;
+  if (bytes == 0)
+    return nullptr;
+  inContext("allocating device memory", [&](Driver &d) {
+    return stream ? d.cuMemAllocAsync(&pointer, bytes, stream)
+                  : d.cuMemAlloc(&pointer, bytes);
+  });
+  return reinterpret_cast<void *>(pointer);
+}
+
+void mgpuMemFree(void *pointer, void *stream) {
+  if (!pointer)
+    return;
+  auto address = reinterpret_cast<CUdeviceptr>(pointer);
+  inContext("freeing device memory", [&](Driver &d) {
+    return stream ? d.cuMemFreeAsync(address, stream) : d.cuMemFree(address);
+  });
+}
+
+void *fffDeviceConstant(void **slot, const void *host, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(state().constantsMutex);
+  if (*slot || bytes <= 0)
+    return *slot;
+  CUdeviceptr pointer = 0;
+  bool copied = inContext("copying a constant to the device", [&](Driver &d) {
+    CUresult result = d.cuMemAlloc(&pointer, bytes);
+    if (result != CUDA_SUCCESS)
+      return result;
+    result = d.cuMemcpyHtoD(pointer, host, bytes);
+    if (result != CUDA_SUCCESS)
+      d.cuMemFree(pointer);
+    return result;
+  });
+  if (copied)
+    *slot = reinterpret_cast<void *>(pointer);
+  return *slot;
 }
 
 } // extern "C"

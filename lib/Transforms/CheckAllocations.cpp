@@ -26,19 +26,22 @@ struct CheckAllocationsPass
       if (isa<gpu::GPUModuleOp>(op))
         return WalkResult::skip();
       if (auto alloc = dyn_cast<memref::AllocOp>(op))
-        checkAllocation(alloc);
+        checkAllocation(alloc, alloc.getMemref(), alloc.getDynamicSizes());
+      if (auto alloc = dyn_cast<gpu::AllocOp>(op))
+        checkAllocation(alloc, alloc.getMemref(), alloc.getDynamicSizes());
       return WalkResult::advance();
     });
   }
 
-  static void checkAllocation(memref::AllocOp alloc) {
-    ImplicitLocOpBuilder b(alloc.getLoc(), alloc->getContext());
+  static void checkAllocation(Operation *alloc, TypedValue<MemRefType> buffer,
+                              ValueRange dynamicSizes) {
+    ImplicitLocOpBuilder b(alloc->getLoc(), alloc->getContext());
     b.setInsertionPointAfter(alloc);
     Value zero = arith::ConstantIndexOp::create(b, 0);
     Value elements = arith::ConstantIndexOp::create(b, 1);
-    for (Value size : alloc.getDynamicSizes())
+    for (Value size : dynamicSizes)
       elements = arith::MulIOp::create(b, elements, size);
-    MemRefType type = alloc.getType();
+    MemRefType type = buffer.getType();
     int64_t staticElements = 1;
     for (int64_t extent : type.getShape())
       if (!ShapedType::isDynamic(extent))
@@ -47,7 +50,7 @@ struct CheckAllocationsPass
       return;
     Value empty =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, elements, zero);
-    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, alloc);
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
     Value allocated =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ne, address, zero);
     std::string message;

@@ -159,6 +159,9 @@ public:
     registerSymbol("mgpuStreamSynchronize", (void *)&mgpuStreamSynchronize);
     registerSymbol("mgpuStreamDestroy", (void *)&mgpuStreamDestroy);
     registerSymbol("mgpuLaunchKernel", (void *)&mgpuLaunchKernel);
+    registerSymbol("mgpuMemAlloc", (void *)&mgpuMemAlloc);
+    registerSymbol("mgpuMemFree", (void *)&mgpuMemFree);
+    registerSymbol("fffDeviceConstant", (void *)&fffDeviceConstant);
     mlirExecutionEngineInitialize(engine);
   }
   Engine(const Engine &) = delete;

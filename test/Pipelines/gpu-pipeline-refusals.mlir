@@ -6,23 +6,39 @@
 // RUN: fff-opt %s --allow-unregistered-dialect --convert-fff-to-gpu --split-input-file | FileCheck %s --check-prefix=CONVERTED
 // RUN: not fff-opt %fff_src_root/test/Dialect/FFF/ops.mlir --allow-unregistered-dialect --fff-gpu-pipeline 2>&1 | FileCheck %s --check-prefix=OPS
 
-// A row reduction outside fff ops (it exited 0 with linalg ops left in
-// llvm.func before).
-// CHECK: error: 'linalg.fill' op was not lowered by fff-gpu-pipeline: fff cannot compile it yet
-func.func @row_sum(%x: tensor<?x8xf32>) -> tensor<?xf32> {
+// Host code that reads a tensor's element (to branch on it, here) would
+// read device memory on the CPU: refused, naming the op. (A module with
+// only linalg work compiles: see gpu-pipeline-whole-modules.mlir.)
+// CHECK: gpu-pipeline-refusals.mlir:[[# @LINE + 5]]:8: error: 'memref.load' op accesses buffer elements in host code, but the GPU pipeline keeps buffers in device memory
+func.func @element_on_host(%x: tensor<?x8xf32>, %i: index) -> tensor<?x8xf32> {
   %c0 = arith.constant 0 : index
-  %rows = tensor.dim %x, %c0 : tensor<?x8xf32>
   %zero = arith.constant 0.0 : f32
-  %empty = tensor.empty(%rows) : tensor<?xf32>
-  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<?xf32>) -> tensor<?xf32>
-  %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
-                         iterator_types = ["parallel", "reduction"]}
-      ins(%x : tensor<?x8xf32>) outs(%init : tensor<?xf32>) {
-  ^bb0(%a: f32, %acc: f32):
-    %s = arith.addf %a, %acc : f32
+  %y = arith.addf %x, %x : tensor<?x8xf32>
+  %e = tensor.extract %y[%i, %c0] : tensor<?x8xf32>
+  %positive = arith.cmpf ogt, %e, %zero : f32
+  %r = scf.if %positive -> tensor<?x8xf32> {
+    scf.yield %y : tensor<?x8xf32>
+  } else {
+    scf.yield %x : tensor<?x8xf32>
+  }
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+// A linalg body calling a function has no kernel.
+// CHECK: gpu-pipeline-refusals.mlir:[[# @LINE + 4]]:8: error: 'linalg.generic' op cannot become a GPU kernel: its body holds 'func.call', which has no GPU lowering
+func.func private @scale(f32) -> f32
+func.func @call_in_body(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = func.call @scale(%a) : (f32) -> f32
     linalg.yield %s : f32
-  } -> tensor<?xf32>
-  return %sum : tensor<?xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
 }
 
 // -----

@@ -89,4 +89,42 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertLinalgToGPUKernels
+    : Pass<"convert-linalg-to-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "Lower the linalg ops left in host code to one GPU kernel each";
+  let description = [{
+    After bufferization, the work around fff's ops (matmuls, attention,
+    activations, residual adds, copies) is linalg ops on buffers in host
+    functions. This pass gives each its own kernel in
+    `gpu.module @fff_kernels` and replaces it by the launch, so that a whole
+    model compiles for the GPU. `memref.copy` becomes a copy kernel first.
+
+    - Contractions (`linalg.matmul`, `linalg.batch_matmul`, a generic that
+      computes `out + a * b` over one reduction dim, through any indexing
+      maps) of f32, f16 or bf16 take a tiled kernel: tiles of both operands
+      staged in shared memory as f32, f32 accumulation in registers, C added
+      once. It records `unoptimized = true` in `fff.strategy`: correct for
+      any shape and layout, but no tensor cores, no vector loads, no double
+      buffering.
+    - Every other linalg op takes a loop-nest kernel: one thread per point
+      of its parallel loops, the reduction loops walked by that thread, the
+      body evaluated as written.
+
+    Strategies come from `KernelStrategy.cpp`, like fff's own kernels'. A
+    body holding an op with no GPU lowering is an error that names it. Run
+    after bufferization, before outlining-free launch lowering; elementwise
+    fusion on tensors beforehand makes each fusible group one op, and so
+    one kernel.
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 #endif // FFF_CONVERSION_PASSES_TD

@@ -15,6 +15,7 @@
 /* fffGetLastError reports CUDA errors too. */
 #include "fff/Runtime/Runtime.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,14 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedMemoryBytes, void *stream,
                       void **params, void **extra, size_t paramsCount);
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+void mgpuMemFree(void *pointer, void *stream);
+
+/* The device copy of the host constant at `host` (`bytes` long), made on
+   the first call and kept in `*slot`; NULL, with the error recorded, when
+   it cannot be made. Compiled GPU modules call it for the weights baked
+   into their IR (see the pass fff-upload-device-constants). */
+void *fffDeviceConstant(void **slot, const void *host, int64_t bytes);
 
 #ifdef __cplusplus
 }

@@ -76,10 +76,11 @@ def CheckEntryBuffers : Pass<"fff-check-entry-buffers", "::mlir::ModuleOp"> {
 def CheckAllocations : Pass<"fff-check-allocations"> {
   let summary = "Check that host heap allocations succeeded";
   let description = [{
-    `memref.alloc` becomes a `malloc` call, whose null result for a size
-    too large to allocate would be written through. This pass adds a
-    `cf.assert` after each `memref.alloc` outside GPU kernels that its
-    pointer is not null, unless the buffer is empty.
+    `memref.alloc` becomes a `malloc` call, and `gpu.alloc` a call of the
+    CUDA runtime, whose null result for a size too large to allocate would
+    be written through. This pass adds a `cf.assert` after each
+    `memref.alloc` and `gpu.alloc` outside GPU kernels that its pointer is
+    not null, unless the buffer is empty.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -126,6 +127,79 @@ def VerifyLowered : Pass<"fff-verify-lowered", "::mlir::ModuleOp"> {
            "Accept gpu.binary and gpu.launch_func on LLVM-typed operands">,
     Option<"pipelineName", "pipeline", "std::string", /*default=*/"\"\"",
            "The pipeline to name in the error">,
+  ];
+}
+
+def DeviceBuffers : Pass<"fff-device-buffers", "::mlir::ModuleOp"> {
+  let summary = "Place host code's buffers in GPU memory";
+  let description = [{
+    In the GPU pipeline, after every computation has become a kernel
+    launch, host code only allocates, frees and passes buffers. This pass
+    makes them device buffers:
+
+    - `memref.alloc` outside kernels becomes `gpu.alloc`, freed by a
+      `gpu.dealloc` after the last op that uses the buffer or a view of it
+      (after out-params, nothing else keeps a buffer alive: a buffer that
+      escapes is not freed); fff's CUDA runtime orders both on the stream
+      the kernels run on. `memref.dealloc` becomes `gpu.dealloc`;
+    - a `memref.get_global` of a constant (weights baked into the IR)
+      stays, and its global is listed in the module attribute
+      `fff.device_constants`, for `fff-upload-device-constants` to give
+      host code a device copy of it after the lowering to LLVM, and a check
+      follows it that the copy was made.
+
+    A buffer that only holds the shape a `memref.reshape` reads, written by
+    host stores (torch-mlir's views with computed sizes), is host metadata:
+    it stays on the host, freed after its last use. Any other host code that
+    reads or writes a buffer's elements (`memref.load`, `memref.store`,
+    vector transfers, a `memref.copy` left over) would touch device memory
+    from the CPU: each is an error naming the op, as is a stack buffer or a
+    mutable global.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def UploadDeviceConstants
+    : Pass<"fff-upload-device-constants", "::mlir::ModuleOp"> {
+  let summary = "Give host code a device copy of each constant global";
+  let description = [{
+    After the lowering to LLVM, each host-code `llvm.mlir.addressof` of a
+    global that `fff-device-buffers` listed in `fff.device_constants`
+    becomes a call of `fffDeviceConstant(slot, address, bytes)` from fff's
+    CUDA runtime, which copies the constant to the device on first use and
+    returns the device copy's address, kept in the new global `slot` for
+    every later call. The attribute is removed.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LegalizeKernelMath : Pass<"fff-legalize-kernel-math", "::mlir::ModuleOp"> {
+  let summary = "Rewrite math in GPU kernels into what NVPTX compiles alone";
+  let description = [{
+    The NVVM lowering turns most `math` ops into calls of CUDA's libdevice,
+    which links only where the CUDA toolkit is found when the pipeline
+    runs. In every `gpu.module`, this pass instead:
+
+    - computes f16 and bf16 math in f32 (`math-extend-to-supported-types`);
+    - expands ops defined by others (`powf`, `fpowi`, `sinh`, ...);
+    - replaces transcendental functions (`exp`, `log`, `tanh`, `erf`, ...)
+      by MLIR's f32 polynomial approximations;
+    - lowers `sqrt` and `rsqrt` to the correctly rounded `sqrt.rn`
+      instruction, and `absf`, `fma`, `floor`, `ceil`, `trunc`,
+      `copysign`, `fmin`, `fmax` to LLVM intrinsics NVPTX implements.
+
+    A math op left after that is an error naming the op and its kernel.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 

@@ -1,4 +1,4 @@
-//===- KernelStrategy.cpp - how an fff op maps onto a GPU kernel *- C++ -*-===//
+//===- KernelStrategy.cpp - how each op maps onto a GPU kernel --*- C++ -*-===//
 
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 
@@ -252,4 +252,52 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   s.stagedLevels =
       staging ? levelsToStage(shape, kTreeSharedBytes - recordBytes) : 0;
   return s;
+}
+
+DictionaryAttr ContractionStrategy::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("kind", b.getStringAttr("tiled_contraction")),
+      b.getNamedAttr("tile", b.getDenseI64ArrayAttr({tileM, tileN, tileK})),
+      b.getNamedAttr("threads", b.getDenseI64ArrayAttr({threadsM, threadsN})),
+      b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
+      b.getNamedAttr("unoptimized", b.getBoolAttr(true)),
+  });
+}
+
+ContractionStrategy
+fff::selectContractionStrategy(std::optional<int64_t> m,
+                               std::optional<int64_t> n,
+                               std::optional<int64_t> /*k*/) {
+  // 64 x 64 tiles, 4 x 4 outputs a thread: 16 f32 accumulators, and 8 KiB
+  // of staged operands a block. A side known to be small gets a narrower
+  // tile, so that a matrix-vector-like product does not idle most threads.
+  ContractionStrategy strategy{/*tileM=*/64, /*tileN=*/64, /*tileK=*/16,
+                               /*threadsM=*/16, /*threadsN=*/16,
+                               /*maxRegisters=*/128};
+  if (m && *m <= 16) {
+    strategy.tileM = 16;
+    strategy.threadsM = 4;
+    strategy.threadsN = 64;
+    strategy.tileN = 256;
+  } else if (n && *n <= 16) {
+    strategy.tileN = 16;
+    strategy.threadsN = 4;
+    strategy.threadsM = 64;
+    strategy.tileM = 256;
+  }
+  return strategy;
+}
+
+DictionaryAttr LoopNestStrategy::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("kind", b.getStringAttr("thread_per_point")),
+      b.getNamedAttr("threads_per_block", b.getI64IntegerAttr(threadsPerBlock)),
+      b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
+  });
+}
+
+LoopNestStrategy fff::selectLoopNestStrategy() {
+  return {/*threadsPerBlock=*/256, /*maxRegisters=*/64};
 }

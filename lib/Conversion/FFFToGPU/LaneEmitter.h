@@ -12,14 +12,15 @@
 //    buffer, in the same order. fff-run executes it (`fff-run --gpu-twin`),
 //    so the numeric tests check each kernel's algorithm on the CPU.
 //
-// Also here, for the host side: creating a kernel function in
-// `gpu.module @fff_kernels`, launching it, and viewing tensors as buffers.
+// Also here, for the host side: viewing tensors as buffers. Kernel functions
+// and their launches are made with GPUCommon/KernelModule.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FFF_LIB_CONVERSION_FFFTOGPU_LANEEMITTER_H
 #define FFF_LIB_CONVERSION_FFFTOGPU_LANEEMITTER_H
 
+#include "../GPUCommon/KernelModule.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -91,63 +92,10 @@ private:
   std::array<mlir::Value, 2> twinBuffers;
 };
 
-/// A kernel's parameters: the buffers and sizes a problem has (its non-null
-/// fields, given by address). The host launches the kernel with
-/// `operands()`; `bind` then points each field at the kernel's argument, so
-/// that the same problem struct describes the kernel body.
-class KernelParameters {
-public:
-  explicit KernelParameters(llvm::ArrayRef<mlir::Value *> fields) {
-    for (mlir::Value *field : fields)
-      if (*field) {
-        present.push_back(field);
-        values.push_back(*field);
-      }
-  }
-  mlir::ValueRange operands() const { return values; }
-  void bind(mlir::gpu::GPUFuncOp kernel) const {
-    for (auto [field, argument] : llvm::zip(present, kernel.getArguments()))
-      *field = argument;
-  }
-
-private:
-  llvm::SmallVector<mlir::Value *> present;
-  llvm::SmallVector<mlir::Value> values;
-};
-
-/// A kernel's shape, as recorded on its gpu.func.
-struct KernelSpec {
-  /// The function's name, made unique in the kernel module by a suffix.
-  std::string name;
-  int64_t threadsPerBlock;
-  int64_t maxRegisters;
-  /// The strategy, for `fff.strategy`.
-  mlir::DictionaryAttr strategy;
-  /// Workgroup (shared) memory buffers the kernel allocates.
-  llvm::SmallVector<mlir::Type> workgroupBuffers;
-};
-
-/// Creates the kernel `spec` describes in `gpu.module @fff_kernels` (made on
-/// first use) of `op`'s module, taking `operands`' types as arguments, with
-/// `rewriter` inside its empty body.
-mlir::gpu::GPUFuncOp createKernel(mlir::RewriterBase &rewriter,
-                                  mlir::Operation *op, const KernelSpec &spec,
-                                  mlir::ValueRange operands);
-
-/// Launches `kernel` on `blocks` blocks of `threads` threads, unless there
-/// are no blocks (an empty batch), which CUDA rejects.
-void launchKernel(mlir::ImplicitLocOpBuilder &b, mlir::gpu::GPUFuncOp kernel,
-                  mlir::Value blocks, int64_t threads,
-                  mlir::ValueRange operands);
-
 /// Collapses `tensor` to rank `groups.size()` and returns it as a read-only
 /// buffer; null stays null.
 mlir::Value collapsedBuffer(mlir::ImplicitLocOpBuilder &b, mlir::Value tensor,
                             llvm::ArrayRef<mlir::ReassociationIndices> groups);
-
-/// A workgroup-memory buffer type.
-mlir::MemRefType workgroupBufferType(llvm::ArrayRef<int64_t> shape,
-                                     mlir::Type elementType);
 
 } // namespace fff
 

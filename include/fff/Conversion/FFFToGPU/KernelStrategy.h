@@ -1,10 +1,11 @@
-//===- KernelStrategy.h - how an fff op maps onto a GPU kernel --*- C++ -*-===//
+//===- KernelStrategy.h - how each op maps onto a GPU kernel ----*- C++ -*-===//
 //
 // The one place where the GPU lowering decides the shape of each kernel: how
 // many threads share a row or token, what stays in registers, how wide each
-// load is, and how many rows or tokens a block takes. The choice depends only
-// on static shapes and element types, and is recorded on the kernel as
-// `fff.strategy`.
+// load is, and how many rows or tokens a block takes; for the linalg work
+// around fff's ops, how contractions are tiled and how other ops spread over
+// threads. The choice depends only on static shapes and element types, and
+// is recorded on the kernel as `fff.strategy`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,6 +167,47 @@ llvm::FailureOr<TreeStrategy> selectTreeStrategy(const TreeShape &shape,
                                                  TreeStrategy::Variant variant,
                                                  bool staging,
                                                  std::string &whyNot);
+
+/// A contraction (matmul, batch matmul, or a linalg.generic that multiplies
+/// and accumulates over one reduction dim) as tiles of its output. Each
+/// block computes a tileM x tileN tile of one batch, staging tileK-deep
+/// slices of both operands in shared memory as f32; each thread accumulates
+/// its (tileM / threadsM) x (tileN / threadsN) outputs in f32 registers, at
+/// rows ty, ty + threadsM, ... and columns tx, tx + threadsN, ..., so that
+/// a warp's shared-memory reads and output writes are contiguous.
+///
+/// Correct for any sizes and layouts, but unoptimized: no tensor cores, no
+/// vector loads, no double buffering. It lets whole blocks compile; it does
+/// not rival cuBLAS. The kernel records `unoptimized = true`.
+struct ContractionStrategy {
+  int64_t tileM, tileN, tileK;
+  int64_t threadsM, threadsN;
+  int64_t maxRegisters;
+
+  int64_t threadsPerBlock() const { return threadsM * threadsN; }
+  int64_t rowsPerThread() const { return tileM / threadsM; }
+  int64_t columnsPerThread() const { return tileN / threadsN; }
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+};
+
+/// The tiling for an M x N output over K (nullopt where dynamic).
+ContractionStrategy selectContractionStrategy(std::optional<int64_t> m,
+                                              std::optional<int64_t> n,
+                                              std::optional<int64_t> k);
+
+/// Any other linalg op: one thread per point of its parallel loops (the
+/// points numbered with the last loop fastest, so that neighbouring threads
+/// touch neighbouring elements of row-major buffers), walking its reduction
+/// loops, if any, itself. Right for pointwise and broadcast work; a
+/// reduction runs at one thread per row.
+struct LoopNestStrategy {
+  int64_t threadsPerBlock;
+  int64_t maxRegisters;
+
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+};
+
+LoopNestStrategy selectLoopNestStrategy();
 
 } // namespace fff
 

@@ -79,6 +79,15 @@ Unit collectUnit(Operation *norm) {
   return unit;
 }
 
+/// A constant a kernel can hold as an immediate: a scalar or a splat.
+bool isImmediate(Operation *op) {
+  Attribute value;
+  if (!matchPattern(op, m_Constant(&value)))
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  return !isa<ElementsAttr>(value) || (dense && dense.isSplat());
+}
+
 /// Values the unit computes that something outside it uses.
 SmallVector<Value> escapingValues(const Unit &unit) {
   SmallVector<Value> values;
@@ -123,7 +132,9 @@ LogicalResult formFusion(Unit unit, Operation *norm) {
   Operation *last = unit.back();
   SmallVector<Value> escaping = escapingValues(unit);
 
-  // Inputs: every value from outside, except constants, which are cloned.
+  // Inputs: every value from outside, except scalar and splat constants,
+  // which are cloned (a kernel makes them immediates); a tensor of weights
+  // stays an input, a buffer the kernel reads.
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
   for (Operation *op : unit)
@@ -134,7 +145,7 @@ LogicalResult formFusion(Unit unit, Operation *norm) {
           continue;
         if (op->isAncestor(operand.getParentRegion()->getParentOp()))
           continue; // defined inside the op's own regions
-        if (def && matchPattern(def, m_Constant()))
+        if (def && isImmediate(def))
           constants.insert(def);
         else
           inputs.insert(operand);
