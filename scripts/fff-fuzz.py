@@ -71,19 +71,24 @@ ATTRIBUTE_EDITS = [" return_stats", " normalized_rank 2", " normalized_rank 0",
                    " {activation = #fff.activation<silu>}"]
 
 
-def load_corpus(roots):
+def load_corpus(roots, max_bytes):
     """Every `// -----` case of the .mlir files under `roots`, without
-    comments (RUN lines, CHECK lines and expected-error annotations)."""
-    cases = []
+    comments (RUN lines, CHECK lines and expected-error annotations), and
+    the number of cases left out for being longer than `max_bytes`."""
+    cases, skipped = [], 0
     for root in roots:
         for path in sorted(pathlib.Path(root).rglob("*.mlir")):
             text = path.read_text()
             for chunk in text.split(SEPARATOR):
                 lines = [l for l in chunk.splitlines() if not l.strip().startswith("//")]
                 body = "\n".join(lines).strip()
-                if body and SEPARATOR not in body:
+                if not body or SEPARATOR in body:
+                    continue
+                if len(body) > max_bytes:
+                    skipped += 1
+                else:
                     cases.append(body + "\n")
-    return cases
+    return cases, skipped
 
 
 def mutate(text, rng):
@@ -274,11 +279,15 @@ def main():
     parser.add_argument("--corpus", action="append",
                         help="directory of .mlir inputs (default: test/ and examples/)")
     parser.add_argument("--out", help="directory for failing mutants")
+    parser.add_argument("--max-case-bytes", type=int, default=65536,
+                        help="leave out corpus cases longer than this (whole model exports, "
+                             "whose mutants mostly hit their weights and cost seconds each)")
     parser.add_argument("--reference-opt", default="/usr/lib/llvm-22/bin/mlir-opt",
                         help="stock mlir-opt, to tell MLIR's own parser crashes from fff's")
     args = parser.parse_args()
 
-    corpus = load_corpus(args.corpus or [root / "test", root / "examples"])
+    corpus, skipped = load_corpus(args.corpus or [root / "test", root / "examples"],
+                                  args.max_case_bytes)
     mutants = make_mutants(corpus, args.seed, args.mutants)
     modes = args.modes.split(",")
     start = time.monotonic()
@@ -298,6 +307,7 @@ def main():
 
     cases = len(mutants) * len(modes)
     print(f"fff-fuzz: seed {args.seed}: {len(mutants)} mutants of {len(corpus)} corpus cases "
+          f"({skipped} over {args.max_case_bytes} bytes left out) "
           f"through {len(modes)} modes: {cases} cases in {elapsed:.0f} s, "
           f"{len(failures)} failures")
     for index in sorted(upstream_mutants):

@@ -133,12 +133,14 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   // buffers move to the device. Kernel math avoids libdevice.
   pm.addPass(createConvertLinalgToGPUKernels());
   pm.addPass(createDeviceBuffers());
-  pm.addPass(createCheckAllocations());
   pm.addPass(createLegalizeKernelMath());
   pm.addPass(createCanonicalizerPass());
   // Each function's allocations, launches and frees queue on one stream,
-  // which the function waits for once, at its end.
+  // which the function waits for once, at its end; run-time checks (each a
+  // point where the queue is waited for) break the chain, so the
+  // allocation checks go in after it.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  pm.addPass(createCheckAllocations());
 
   // Host control flow, with failed checks returning early, then the host
   // and kernel code to LLVM and NVVM (the steps of upstream's

@@ -35,8 +35,8 @@ bool readsOrWritesElements(Operation *op) {
 
 /// The last op of `alloc`'s block that uses the buffer or a view of it,
 /// after which it can be freed; null when the IR frees it already, or when
-/// a view escapes (is returned, yielded, passed to a call or stored) and
-/// nothing can say when it dies.
+/// a view escapes (is returned, yielded or passed to a call) and nothing
+/// can say when it dies.
 /// fff's kernels run on one stream, and fff's runtime frees on it, so
 /// freeing after the last launch is ordered after the kernels themselves.
 Operation *lastUseOfBuffer(memref::AllocOp alloc) {
@@ -51,8 +51,7 @@ Operation *lastUseOfBuffer(memref::AllocOp alloc) {
           view && view.getViewSource() == buffer) {
         llvm::append_range(aliases, user->getResults());
       } else if (user->hasTrait<OpTrait::IsTerminator>() ||
-                 isa<CallOpInterface, memref::StoreOp, memref::DeallocOp>(
-                     user)) {
+                 isa<CallOpInterface, memref::DeallocOp>(user)) {
         return nullptr;
       }
       Operation *inBlock = block->findAncestorOpInBlock(*user);
@@ -68,7 +67,11 @@ Operation *lastUseOfBuffer(memref::AllocOp alloc) {
 /// Whether `alloc` only holds a shape for `memref.reshape`, written by host
 /// stores (torch-mlir's view with computed sizes): host metadata, not data.
 bool isShapeBuffer(memref::AllocOp alloc) {
-  return llvm::all_of(alloc->getUses(), [&](OpOperand &use) {
+  bool shapesAView = llvm::any_of(alloc->getUsers(), [&](Operation *user) {
+    auto reshape = dyn_cast<memref::ReshapeOp>(user);
+    return reshape && reshape.getShape() == alloc.getMemref();
+  });
+  return shapesAView && llvm::all_of(alloc->getUses(), [&](OpOperand &use) {
     Operation *user = use.getOwner();
     if (auto store = dyn_cast<memref::StoreOp>(user))
       return store.getMemRef() == alloc.getMemref();

@@ -174,14 +174,86 @@ struct RemFToNVPTX : OpRewritePattern<arith::RemFOp> {
   }
 };
 
+/// log10(x) = log2(x) * log10(2), log2 having an approximation.
+struct Log10ToLog2 : OpRewritePattern<math::Log10Op> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::Log10Op op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type element = getElementTypeOrSelf(op.getType());
+    if (!isa<Float32Type, Float16Type, BFloat16Type>(element))
+      return failure();
+    Value scale = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getFloatAttr(element, 0.30102999566398120));
+    if (auto vectorType = dyn_cast<VectorType>(op.getType()))
+      scale = vector::BroadcastOp::create(rewriter, loc, vectorType, scale);
+    Value log2 = math::Log2Op::create(rewriter, loc, op.getOperand());
+    rewriter.replaceOpWithNewOp<arith::MulFOp>(op, log2, scale);
+    return success();
+  }
+};
+
+/// Float classification as comparisons: NaN is unordered with itself; an
+/// infinity is the one value whose magnitude equals +inf.
+template <typename ClassOp, arith::CmpFPredicate predicate, bool magnitude>
+struct ClassToCompare : OpRewritePattern<ClassOp> {
+  using OpRewritePattern<ClassOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ClassOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getOperand();
+    if (!magnitude) {
+      rewriter.replaceOpWithNewOp<arith::CmpFOp>(op, predicate, x, x);
+      return success();
+    }
+    Type type = x.getType();
+    auto element = cast<FloatType>(getElementTypeOrSelf(type));
+    Value infinity = arith::ConstantOp::create(
+        rewriter, loc,
+        rewriter.getFloatAttr(element,
+                              APFloat::getInf(element.getFloatSemantics())));
+    if (auto vectorType = dyn_cast<VectorType>(type))
+      infinity = vector::BroadcastOp::create(rewriter, loc, vectorType, infinity);
+    Value absolute = math::AbsFOp::create(rewriter, loc, x);
+    rewriter.replaceOpWithNewOp<arith::CmpFOp>(op, predicate, absolute,
+                                               infinity);
+    return success();
+  }
+};
+
+/// Vector math is unrolled per element where NVPTX has no vector form; a
+/// thread's vectors are a few registers wide, and a wider one (from hostile
+/// input, say) would unroll without end.
+constexpr int64_t kMaxVectorElements = 64;
+
 struct LegalizeKernelMathPass
     : fff::impl::LegalizeKernelMathBase<LegalizeKernelMathPass> {
   void runOnOperation() override {
     SmallVector<gpu::GPUModuleOp> kernels(
         getOperation().getOps<gpu::GPUModuleOp>());
     for (gpu::GPUModuleOp module : kernels)
-      if (failed(rewrite(module)) || failed(checkNoneLeft(module)))
+      if (failed(checkVectorWidths(module)) || failed(rewrite(module)) ||
+          failed(checkNoneLeft(module)))
         return signalPassFailure();
+  }
+
+  static LogicalResult checkVectorWidths(gpu::GPUModuleOp module) {
+    WalkResult wide = module.walk([](Operation *op) {
+      if (!isa_and_present<math::MathDialect>(op->getDialect()) &&
+          !isa<arith::RemFOp>(op))
+        return WalkResult::advance();
+      for (Type type : op->getResultTypes()) {
+        auto vectorType = dyn_cast<VectorType>(type);
+        if (vectorType && vectorType.getNumElements() > kMaxVectorElements) {
+          op->emitOpError("on ")
+              << vectorType << " in a GPU kernel: vectors of more than "
+              << kMaxVectorElements << " elements are not lowered";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    return failure(wide.wasInterrupted());
   }
 
   LogicalResult rewrite(gpu::GPUModuleOp module) {
@@ -194,7 +266,12 @@ struct LegalizeKernelMathPass
     populateMathF32ExpansionPatterns(patterns, all);
     populateMathPolynomialApproximationPatterns(patterns, all);
     math::populateExpansionPatterns(patterns);
-    patterns.add<SqrtToNVPTX, RsqrtToNVPTX, RemFToNVPTX>(context,
+    patterns.add<
+        ClassToCompare<math::IsNaNOp, arith::CmpFPredicate::UNO, false>,
+        ClassToCompare<math::IsInfOp, arith::CmpFPredicate::OEQ, true>,
+        ClassToCompare<math::IsFiniteOp, arith::CmpFPredicate::OLT, true>>(
+        context);
+    patterns.add<SqrtToNVPTX, RsqrtToNVPTX, RemFToNVPTX, Log10ToLog2>(context,
                                                         /*benefit=*/2);
     patterns.add<ToLLVMIntrinsic<math::AbsFOp>>(context, "fabs");
     patterns.add<ToLLVMIntrinsic<math::FmaOp>>(context, "fma");
@@ -213,7 +290,7 @@ struct LegalizeKernelMathPass
       auto kernel = op->getParentOfType<gpu::GPUFuncOp>();
       op->emitOpError("in GPU kernel '")
           << (kernel ? kernel.getName() : StringRef("?"))
-          << "' has no lowering that needs no libdevice";
+          << "' has no GPU lowering without libdevice (CUDA's math library)";
       return WalkResult::interrupt();
     });
     return failure(left.wasInterrupted());

@@ -292,12 +292,15 @@ fff::selectContractionStrategy(std::optional<int64_t> m,
 DictionaryAttr LoopNestStrategy::toAttr(MLIRContext *context) const {
   Builder b(context);
   return b.getDictionaryAttr({
-      b.getNamedAttr("kind", b.getStringAttr("thread_per_point")),
+      b.getNamedAttr("kind",
+                     b.getStringAttr(serial ? "serial" : "thread_per_point")),
       b.getNamedAttr("threads_per_block", b.getI64IntegerAttr(threadsPerBlock)),
       b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
   });
 }
 
-LoopNestStrategy fff::selectLoopNestStrategy() {
-  return {/*threadsPerBlock=*/256, /*maxRegisters=*/64};
+LoopNestStrategy fff::selectLoopNestStrategy(bool pointsShareOutputs) {
+  if (pointsShareOutputs)
+    return {/*serial=*/true, /*threadsPerBlock=*/1, /*maxRegisters=*/64};
+  return {/*serial=*/false, /*threadsPerBlock=*/256, /*maxRegisters=*/64};
 }

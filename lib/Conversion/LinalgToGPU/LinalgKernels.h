@@ -37,6 +37,11 @@ void emitContractionKernel(mlir::RewriterBase &rewriter,
                            const ContractionStrategy &strategy,
                            llvm::StringRef name);
 
+/// Whether two points of `op`'s parallel loops may write the same output
+/// element: an output map that leaves out a parallel dim, names a
+/// reduction dim, or is not a plain projection.
+bool parallelPointsShareOutputs(mlir::linalg::GenericOp op);
+
 /// Replaces `op` by a launch of a loop-nest kernel named `name`.
 void emitLoopNestKernel(mlir::RewriterBase &rewriter,
                         mlir::linalg::GenericOp op,

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace fff {
 #define GEN_PASS_DEF_CONVERTLINALGTOGPUKERNELS
@@ -42,10 +43,11 @@ std::optional<int64_t> staticExtent(linalg::LinalgOp op,
   return product;
 }
 
-/// e.g. matmul_f32_tiled_contraction, generic_bf16_thread_per_point: the
-/// op it came from, the element type it writes, and the strategy.
+/// e.g. matmul_f32_tiled_64x64x16, generic_bf16_thread_per_point: the op it
+/// came from, the element type it writes, and its strategy, as a profiler
+/// should show them.
 std::string kernelName(StringRef opName, linalg::GenericOp op,
-                       DictionaryAttr strategy) {
+                       StringRef strategy) {
   std::string name;
   llvm::raw_string_ostream os(name);
   os << opName << "_";
@@ -53,7 +55,7 @@ std::string kernelName(StringRef opName, linalg::GenericOp op,
     os << getElementTypeOrSelf(op.getDpsInits().front().getType());
   else
     os << "none";
-  os << "_" << cast<StringAttr>(strategy.get("kind")).getValue();
+  os << "_" << strategy;
   return name;
 }
 
@@ -81,15 +83,17 @@ LogicalResult lowerToKernel(RewriterBase &rewriter, linalg::LinalgOp op) {
     ContractionStrategy strategy = selectContractionStrategy(
         staticExtent(generic, dims->m), staticExtent(generic, dims->n),
         staticExtent(generic, dims->k));
-    emitContractionKernel(
-        rewriter, generic, *dims, strategy,
-        kernelName(opName, generic, strategy.toAttr(op->getContext())));
+    std::string tiles = llvm::formatv("tiled_{0}x{1}x{2}", strategy.tileM,
+                                      strategy.tileN, strategy.tileK);
+    emitContractionKernel(rewriter, generic, *dims, strategy,
+                          kernelName(opName, generic, tiles));
     return success();
   }
-  LoopNestStrategy strategy = selectLoopNestStrategy();
-  emitLoopNestKernel(
-      rewriter, generic, strategy,
-      kernelName(opName, generic, strategy.toAttr(op->getContext())));
+  LoopNestStrategy strategy =
+      selectLoopNestStrategy(parallelPointsShareOutputs(generic));
+  emitLoopNestKernel(rewriter, generic, strategy,
+                     kernelName(opName, generic,
+                                strategy.serial ? "serial" : "thread_per_point"));
   return success();
 }
 

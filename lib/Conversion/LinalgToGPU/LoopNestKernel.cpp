@@ -44,6 +44,20 @@ fff::BodyCaptures::BodyCaptures(linalg::GenericOp op) {
   }
 }
 
+bool fff::parallelPointsShareOutputs(linalg::GenericOp op) {
+  auto iterators = op.getIteratorTypesArray();
+  return llvm::any_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    if (!llvm::all_of(map.getResults(), llvm::IsaPred<AffineDimExpr,
+                                                      AffineConstantExpr>))
+      return true;
+    return llvm::any_of(llvm::enumerate(iterators), [&](auto dim) {
+      bool parallel = dim.value() == utils::IteratorType::parallel;
+      return map.isFunctionOfDim(dim.index()) != parallel;
+    });
+  });
+}
+
 std::string fff::whyBodyCannotRunOnGPU(linalg::GenericOp op) {
   std::string why;
   op.getBody()->walk([&](Operation *inner) {
@@ -76,10 +90,12 @@ std::string fff::whyBodyCannotRunOnGPU(linalg::GenericOp op) {
 namespace {
 
 /// The number of points of `op`'s parallel loops, given its loop extents:
-/// one thread each.
+/// one thread each (one in all, `serial`).
 Value parallelPoints(ImplicitLocOpBuilder &b, linalg::GenericOp op,
-                     ArrayRef<Value> sizes) {
+                     bool serial, ArrayRef<Value> sizes) {
   Value product = arith::ConstantIndexOp::create(b, 1);
+  if (serial)
+    return product;
   for (auto [d, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
     if (iterator == utils::IteratorType::parallel)
       product = arith::MulIOp::create(b, product, sizes[d]);
@@ -90,15 +106,17 @@ Value parallelPoints(ImplicitLocOpBuilder &b, linalg::GenericOp op,
 /// and the loops around it.
 class LoopNestEmitter {
 public:
-  /// `operands` are the kernel's values of the op's operands, `sizes` of its
-  /// loop extents; `captured` maps the body's values from outside.
-  LoopNestEmitter(linalg::GenericOp op, ValueRange operands,
+  /// A thread per point of the parallel loops (the point dims), walking the
+  /// reduction loops; `serial`, one thread walking every loop. `operands`
+  /// are the kernel's values of the op's operands, `sizes` of its loop
+  /// extents; `captured` maps the body's values from outside.
+  LoopNestEmitter(linalg::GenericOp op, bool serial, ValueRange operands,
                   ArrayRef<Value> sizes, const IRMapping &captured)
       : op(op), operands(operands.begin(), operands.end()),
         sizes(sizes.begin(), sizes.end()), captured(captured) {
     for (auto [d, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
-      (iterator == utils::IteratorType::reduction ? reductionDims
-                                                  : parallelDims)
+      (serial || iterator == utils::IteratorType::reduction ? walkedDims
+                                                            : pointDims)
           .push_back(d);
   }
 
@@ -106,37 +124,37 @@ public:
   void emitPoint(ImplicitLocOpBuilder &b, Value point) {
     SmallVector<Value> index(op.getNumLoops());
     Value rest = point;
-    for (unsigned d : llvm::reverse(parallelDims)) {
+    for (unsigned d : llvm::reverse(pointDims)) {
       index[d] = arith::RemUIOp::create(b, rest, sizes[d]);
       rest = arith::DivUIOp::create(b, rest, sizes[d]);
     }
-    if (reductionDims.empty()) {
+    if (walkedDims.empty()) {
       storeOutputs(b, index, evaluate(b, index, loadOutputs(b, index, true)));
       return;
     }
-    if (outputsIgnoreReductionDims()) {
-      // Outputs in registers across the reduction, stored once.
+    if (outputsIgnoreWalkedDims()) {
+      // Outputs in registers across the walked loops, stored once.
       Value zero = arith::ConstantIndexOp::create(b, 0);
-      for (unsigned d : reductionDims)
+      for (unsigned d : walkedDims)
         index[d] = zero;
       SmallVector<Value> results =
           reduce(b, index, 0, loadOutputs(b, index, false));
       // The loops left their induction variables in the index, which the
       // outputs' maps may still name (as (d0, 0) does d1, without using it).
-      for (unsigned d : reductionDims)
+      for (unsigned d : walkedDims)
         index[d] = zero;
       storeOutputs(b, index, results);
       return;
     }
-    // An output indexed by a reduction dim: read and written each step.
+    // An output indexed by a walked dim: read and written each step.
     reduceInMemory(b, index, 0);
   }
 
 private:
-  bool outputsIgnoreReductionDims() {
+  bool outputsIgnoreWalkedDims() {
     return llvm::all_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
       AffineMap map = op.getMatchingIndexingMap(&init);
-      return llvm::none_of(reductionDims, [&](unsigned d) {
+      return llvm::none_of(walkedDims, [&](unsigned d) {
         return map.isFunctionOfDim(d);
       });
     });
@@ -211,13 +229,13 @@ private:
         [&](Value v) { return mapping.lookupOrDefault(v); });
   }
 
-  /// Reduction loops from `level` in, the outputs' values carried through.
+  /// Walked loops from `level` in, the outputs' values carried through.
   SmallVector<Value> reduce(ImplicitLocOpBuilder &b,
                             SmallVectorImpl<Value> &index, unsigned level,
                             ValueRange carried) {
-    if (level == reductionDims.size())
+    if (level == walkedDims.size())
       return evaluate(b, index, llvm::to_vector(carried));
-    unsigned dim = reductionDims[level];
+    unsigned dim = walkedDims[level];
     Value zero = arith::ConstantIndexOp::create(b, 0);
     Value one = arith::ConstantIndexOp::create(b, 1);
     auto loop = scf::ForOp::create(
@@ -232,11 +250,11 @@ private:
 
   void reduceInMemory(ImplicitLocOpBuilder &b, SmallVectorImpl<Value> &index,
                       unsigned level) {
-    if (level == reductionDims.size()) {
+    if (level == walkedDims.size()) {
       storeOutputs(b, index, evaluate(b, index, loadOutputs(b, index, true)));
       return;
     }
-    unsigned dim = reductionDims[level];
+    unsigned dim = walkedDims[level];
     scf::ForOp::create(
         b, arith::ConstantIndexOp::create(b, 0), sizes[dim],
         arith::ConstantIndexOp::create(b, 1), ValueRange{},
@@ -251,7 +269,7 @@ private:
   linalg::GenericOp op;
   SmallVector<Value> operands, sizes;
   const IRMapping &captured;
-  SmallVector<unsigned> parallelDims, reductionDims;
+  SmallVector<unsigned> pointDims, walkedDims;
 };
 
 } // namespace
@@ -286,8 +304,8 @@ void fff::emitLoopNestKernel(RewriterBase &rewriter, linalg::GenericOp op,
     for (Value value : captures.cloned)
       kb.clone(*value.getDefiningOp(), captured);
 
-    LoopNestEmitter emitter(op, args.take_front(numOperands), kernelSizes,
-                            captured);
+    LoopNestEmitter emitter(op, strategy.serial, args.take_front(numOperands),
+                            kernelSizes, captured);
     Value point = arith::AddIOp::create(
         kb,
         arith::MulIOp::create(
@@ -295,7 +313,7 @@ void fff::emitLoopNestKernel(RewriterBase &rewriter, linalg::GenericOp op,
             arith::ConstantIndexOp::create(kb, strategy.threadsPerBlock)),
         gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
     Value inRange = arith::CmpIOp::create(kb, arith::CmpIPredicate::ult, point,
-                                          parallelPoints(kb, op, kernelSizes));
+                                          parallelPoints(kb, op, strategy.serial, kernelSizes));
     auto ifInRange = scf::IfOp::create(kb, inRange);
     kb.setInsertionPoint(ifInRange.thenBlock()->getTerminator());
     emitter.emitPoint(kb, point);
@@ -304,7 +322,7 @@ void fff::emitLoopNestKernel(RewriterBase &rewriter, linalg::GenericOp op,
   }
 
   Value blocks = arith::CeilDivUIOp::create(
-      b, parallelPoints(b, op, sizes),
+      b, parallelPoints(b, op, strategy.serial, sizes),
       arith::ConstantIndexOp::create(b, strategy.threadsPerBlock));
   launchKernel(b, kernel, blocks, strategy.threadsPerBlock, operands);
   rewriter.eraseOp(op);

@@ -6,4 +6,4 @@
 #
 # RUN: rm -rf %t
 # RUN: %python %fff_src_root/scripts/fff-fuzz.py --fff-opt=%fff_obj_root/bin/fff-opt --seed 2026 --mutants 2000 --out %t | FileCheck %s
-# CHECK: fff-fuzz: seed 2026: 2000 mutants of {{[0-9]+}} corpus cases through 9 modes: 18000 cases in {{[0-9]+}} s, 0 failures
+# CHECK: fff-fuzz: seed 2026: 2000 mutants of {{[0-9]+}} corpus cases ({{[0-9]+}} over 65536 bytes left out) through 9 modes: 18000 cases in {{[0-9]+}} s, 0 failures

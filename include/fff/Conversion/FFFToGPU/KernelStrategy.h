@@ -199,15 +199,20 @@ ContractionStrategy selectContractionStrategy(std::optional<int64_t> m,
 /// points numbered with the last loop fastest, so that neighbouring threads
 /// touch neighbouring elements of row-major buffers), walking its reduction
 /// loops, if any, itself. Right for pointwise and broadcast work; a
-/// reduction runs at one thread per row.
+/// reduction runs at one thread per row. An op whose parallel points share
+/// output elements (its iterator types say parallel where its maps say
+/// otherwise) runs serially, on one thread, rather than race.
 struct LoopNestStrategy {
+  bool serial;
   int64_t threadsPerBlock;
   int64_t maxRegisters;
 
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
 };
 
-LoopNestStrategy selectLoopNestStrategy();
+/// `pointsShareOutputs`: whether two parallel points may write one output
+/// element.
+LoopNestStrategy selectLoopNestStrategy(bool pointsShareOutputs);
 
 } // namespace fff
 
