@@ -1,0 +1,98 @@
+//===- UnitEvaluator.cpp - a fused unit's values, a vector at a time ------===//
+
+#include "UnitEvaluator.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace fff;
+
+Value UnitVectorEvaluator::get(Value tensor) {
+  if (Value known = values.lookup(tensor))
+    return known;
+  Value vector = compute(tensor);
+  values[tensor] = vector;
+  return vector;
+}
+
+void UnitVectorEvaluator::store(Value vector, Value buffer) {
+  vector::StoreOp::create(b, vector, buffer, ValueRange{row, column()},
+                          /*nontemporal=*/false, alignment(vector.getType()));
+}
+
+VectorType UnitVectorEvaluator::vectorOf(Type type) {
+  return VectorType::get({width}, getElementTypeOrSelf(type));
+}
+
+Value UnitVectorEvaluator::column() {
+  return arith::MulIOp::create(b, chunk,
+                               arith::ConstantIndexOp::create(b, width));
+}
+
+/// Rows start at multiples of the vector width: a vector is aligned to its
+/// size, up to 16 bytes.
+llvm::MaybeAlign UnitVectorEvaluator::alignment(Type vectorType) {
+  Type element = getElementTypeOrSelf(vectorType);
+  return llvm::MaybeAlign(
+      std::min<int64_t>(16, width * (element.getIntOrFloatBitWidth() / 8)));
+}
+
+Value UnitVectorEvaluator::splat(Attribute scalar, Type type) {
+  return arith::ConstantOp::create(
+      b, DenseElementsAttr::get(vectorOf(type), scalar));
+}
+
+Value UnitVectorEvaluator::compute(Value tensor) {
+  if (auto arg = dyn_cast<BlockArgument>(tensor)) {
+    Value buffer = buffers[arg.getArgNumber()];
+    SmallVector<Value> indices;
+    if (cast<MemRefType>(buffer.getType()).getRank() == 2)
+      indices.push_back(row);
+    indices.push_back(column());
+    VectorType type = vectorOf(tensor.getType());
+    return vector::LoadOp::create(b, type, buffer, indices,
+                                  /*nontemporal=*/false, alignment(type));
+  }
+  Operation *op = tensor.getDefiningOp();
+  DenseElementsAttr dense;
+  if (matchPattern(op, m_Constant(&dense)))
+    return splat(dense.getSplatValue<Attribute>(), tensor.getType());
+  IRMapping mapping;
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    for (auto [input, arg] :
+         llvm::zip(generic.getDpsInputs(), generic.getRegionInputArgs()))
+      mapping.map(arg, get(input));
+    for (Operation &inner : generic.getBody()->without_terminator())
+      cloneVectorized(inner, mapping);
+    return mapping.lookup(generic.getBody()->getTerminator()->getOperand(0));
+  }
+  for (Value operand : op->getOperands())
+    mapping.map(operand, get(operand));
+  return cloneVectorized(*op, mapping)->getResult(0);
+}
+
+/// Clones a scalar or tensor elementwise op onto vectors.
+Operation *UnitVectorEvaluator::cloneVectorized(Operation &op,
+                                                IRMapping &mapping) {
+  for (Value operand : op.getOperands())
+    if (!mapping.contains(operand)) {
+      Attribute scalar;
+      matchPattern(operand, m_Constant(&scalar));
+      mapping.map(operand, splat(scalar, operand.getType()));
+    }
+  if (matchPattern(&op, m_Constant())) {
+    Attribute scalar;
+    matchPattern(op.getResult(0), m_Constant(&scalar));
+    Value vector = splat(scalar, op.getResult(0).getType());
+    mapping.map(op.getResult(0), vector);
+    return vector.getDefiningOp();
+  }
+  Operation *clone = b.clone(op, mapping);
+  for (OpResult result : clone->getResults())
+    result.setType(vectorOf(result.getType()));
+  return clone;
+}
