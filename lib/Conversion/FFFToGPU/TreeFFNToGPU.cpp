@@ -1,675 +1,26 @@
 //===- TreeFFNToGPU.cpp - fff tree layers to GPU kernels --------*- C++ -*-===//
 //
-// Lowers each fff.tree_ffn and fff.leaf_tree_ffn to one kernel in which a
-// warp walks a token (see TreeStrategy in KernelStrategy.h):
-//
-//  1. Route. For each level, the lanes split the dot product of x with the
-//     node's weight row (128-bit loads, a warp reads each row contiguously),
-//     and a shuffle butterfly gives every lane the same logit, so the whole
-//     warp takes the same branch. Each visited row is recorded with its
-//     coefficient, act(logit) for tree_ffn. leaf_tree_ffn then computes its
-//     leaf's hidden layer, recording one row of w2 per hidden unit with
-//     coefficient act(hidden).
-//  2. Output. The lanes split y: each lane sums, for its vectors of y, every
-//     recorded row times its coefficient, in f32 registers, and stores each
-//     vector once.
-//
-// The records live in shared memory, one slice per warp, so y never has to
-// stay in registers across the walk and any output width fits.
+// The host side of each fff.tree_ffn and fff.leaf_tree_ffn's kernels (their
+// per-token code is TreeKernel.cpp): the strategies, the buffers, and the
+// launch, the latency or the throughput kernel by batch size.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TreeFFNToGPU.h"
 
 #include "LaneEmitter.h"
+#include "TreeKernel.h"
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
-#include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
 using namespace fff;
-
-namespace {
-
-/// One tree kernel's buffers, with every weight tensor viewed as a matrix of
-/// rows a warp reads whole.
-struct TreeProblem {
-  Activation activation;
-  int64_t trees; // K; 1 for leaf_tree_ffn
-  int64_t nodesPerTree;
-  int64_t levels;      // routing levels: depth + 1 (tree_ffn), depth (leaf)
-  int64_t hiddenWidth; // leaf_tree_ffn's W; 0 for tree_ffn
-  Type elementType;
-
-  Value input;        // [B, Din]
-  Value routeWeights; // [K * N, Din]: w_in or node_w
-  Value routeBias;    // [K * N]: b_in (optional) or node_b
-  Value hiddenWeights,
-      hiddenBias;   // leaf: w1 as [leaves * Din, W], b1 [leaves, W]
-  Value outWeights; // [K * N, Dout] (w_out) or [leaves * W, Dout] (w2)
-  Value outBias;    // b_out [Dout] (optional) or b2 [leaves, Dout]
-  Value output;     // [B, Dout]
-  Value rows, inWidth, outWidth;
-
-  std::optional<int64_t> staticInWidth, staticOutWidth;
-};
-
-class TreeKernelEmitter : LaneEmitter {
-public:
-  TreeKernelEmitter(ImplicitLocOpBuilder &b, const TreeStrategy &strategy,
-                    const TreeProblem &problem)
-      : LaneEmitter(b, kWarpSize), s(strategy), p(problem) {}
-
-  /// The kernel body. `shared` holds the block's records, [tokens per
-  /// block, entries] coefficients (f32) and rows (i32), then its staged
-  /// input and output rows, if any.
-  void emitGPU(Value threadId, Value blockId, Value blocks,
-               ArrayRef<BlockArgument> shared) {
-    Value warpSize = index(kWarpSize);
-    useGPULanes(arith::RemUIOp::create(b, threadId, warpSize));
-    Value warp = arith::DivUIOp::create(b, threadId, warpSize);
-    records = {shared[0], shared[1]};
-    recordPrefix = {warp};
-    prepare();
-    if (s.stagedLevels) {
-      stagedInput = shared[2];
-      stagedOutput = shared[3];
-      stageRows(threadId);
-      gpu::BarrierOp::create(b);
-    }
-    Value first = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, blockId, index(s.tokensPerBlock)), warp);
-    // Whole warps skip tokens past the end, so no shuffle loses its lanes.
-    if (s.residentBlocks) {
-      Value stride = arith::MulIOp::create(b, blocks, index(s.tokensPerBlock));
-      auto tokens = kernelLoop(first, p.rows, stride);
-      inside(tokens.getRegion(), [&] {
-        token = tokens.getInductionVar();
-        emitToken();
-      });
-      return;
-    }
-    token = first;
-    Value inRange =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, token, p.rows);
-    inside(scf::IfOp::create(b, inRange).getThenRegion(), [&] { emitToken(); });
-  }
-
-  /// The CPU twin: every token in turn, after staging rows as one block
-  /// would. Returns the loop over tokens.
-  Operation *emitCPUTwin() {
-    useTwinLanes();
-    records = {memref::AllocaOp::create(
-                   b, MemRefType::get({s.entriesPerToken}, b.getF32Type())),
-               memref::AllocaOp::create(
-                   b, MemRefType::get({s.entriesPerToken}, b.getI32Type()))};
-    prepare();
-    if (s.stagedLevels) {
-      // Aligned like shared memory, for the kernel's 16-byte accesses.
-      auto hostBuffer = [&](MemRefType type) {
-        return memref::AllocaOp::create(
-            b, MemRefType::get(type.getShape(), type.getElementType()),
-            b.getI64IntegerAttr(16));
-      };
-      auto [inType, outType] = stagedTypes();
-      stagedInput = hostBuffer(inType);
-      stagedOutput = hostBuffer(outType);
-      auto threads = kernelLoop(index(0), index(s.threadsPerBlock()), index(1));
-      inside(threads.getRegion(),
-             [&] { stageRows(threads.getInductionVar()); });
-    }
-    auto tokens = kernelLoop(index(0), p.rows, index(1));
-    inside(tokens.getRegion(), [&] {
-      token = tokens.getInductionVar();
-      emitToken();
-    });
-    return tokens;
-  }
-
-  /// The shared-memory buffers of the staged rows: [trees * S, Din] and
-  /// [trees * S, Dout] of the element type.
-  std::pair<MemRefType, MemRefType> stagedTypes() const {
-    int64_t rows = p.trees * s.stagedNodesPerTree();
-    return {workgroupBufferType({rows, *p.staticInWidth}, p.elementType),
-            workgroupBufferType({rows, *p.staticOutWidth}, p.elementType)};
-  }
-
-private:
-  /// A loop of the kernel. On the GPU neither LLVM nor ptxas may unroll it:
-  /// the strategy already unrolled what it wants in flight at once, and
-  /// ptxas unrolling the rest (the recorded rows, the steps over a wide
-  /// row) runs out of registers and spills.
-  scf::ForOp kernelLoop(Value lower, Value upper, Value step,
-                        ValueRange inits = {}) {
-    auto forOp = scf::ForOp::create(b, lower, upper, step, inits);
-    if (!onGPU())
-      return forOp;
-    // SCF-to-CF moves the annotation onto the loop's back edge, and LLVM's
-    // NVPTX backend turns llvm.loop.unroll.disable into .pragma "nounroll".
-    MLIRContext *context = b.getContext();
-    auto noUnroll = LLVM::LoopUnrollAttr::get(
-        context, /*disable=*/b.getBoolAttr(true), /*count=*/{},
-        /*runtimeDisable=*/{}, /*full=*/{}, /*followupUnrolled=*/{},
-        /*followupRemainder=*/{}, /*followupAll=*/{});
-    forOp->setAttr("loop_annotation",
-                   LLVM::LoopAnnotationAttr::get(
-                       context, /*disableNonforced=*/{}, /*vectorize=*/{},
-                       /*interleave=*/{}, noUnroll, /*unrollAndJam=*/{},
-                       /*licm=*/{}, /*distribute=*/{}, /*pipeline=*/{},
-                       /*peeled=*/{}, /*unswitch=*/{}, /*mustProgress=*/{},
-                       /*isVectorized=*/{}, /*startLoc=*/{}, /*endLoc=*/{},
-                       /*parallelAccesses=*/{}));
-    return forOp;
-  }
-
-  void prepare() {
-    inVectors = arith::DivUIOp::create(b, p.inWidth, index(s.in.vectorWidth));
-    outVectors =
-        arith::DivUIOp::create(b, p.outWidth, index(s.out.vectorWidth));
-  }
-
-  /// This thread's share of copying the staged rows (the top levels of
-  /// each tree, input and output) into shared memory: vectors thread,
-  /// thread + block size, ..., so that each warp copies contiguous spans.
-  void stageRows(Value thread) {
-    int64_t stagedRows = p.trees * s.stagedNodesPerTree();
-    auto copy = [&](Value from, Value to, int64_t rowWidth, int64_t width) {
-      int64_t vectorsPerRow = rowWidth / width;
-      auto loop = kernelLoop(thread, index(stagedRows * vectorsPerRow),
-                             index(s.threadsPerBlock()));
-      inside(loop.getRegion(), [&] {
-        Value v = loop.getInductionVar();
-        Value stagedRow = arith::DivUIOp::create(b, v, index(vectorsPerRow));
-        Value col =
-            column(arith::RemUIOp::create(b, v, index(vectorsPerRow)), width);
-        Value tree =
-            arith::DivUIOp::create(b, stagedRow, index(s.stagedNodesPerTree()));
-        Value node =
-            arith::RemUIOp::create(b, stagedRow, index(s.stagedNodesPerTree()));
-        Value row = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, tree, index(p.nodesPerTree)), node);
-        auto type = VectorType::get({width}, p.elementType);
-        llvm::MaybeAlign alignment = vectorAlignment(p.elementType, width);
-        Value vector =
-            vector::LoadOp::create(b, type, from, ValueRange{row, col},
-                                   /*nontemporal=*/false, alignment);
-        vector::StoreOp::create(b, vector, to, ValueRange{stagedRow, col},
-                                /*nontemporal=*/false, alignment);
-      });
-    };
-    copy(p.routeWeights, stagedInput, *p.staticInWidth, s.in.vectorWidth);
-    copy(p.outWeights, stagedOutput, *p.staticOutWidth, s.out.vectorWidth);
-  }
-
-  //===--- Loads --------------------------------------------------------===//
-
-  /// `width` elements of `buffer` at [row, column] (or [column] when `row` is
-  /// null), widened to f32. Rows are whole multiples of the vector width, so
-  /// a vector is aligned to its size, up to 16 bytes.
-  Value loadVector(Value buffer, Value row, Value column, int64_t width) {
-    Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
-    SmallVector<Value> indices;
-    if (row)
-      indices.push_back(row);
-    indices.push_back(column);
-    return widen(vector::LoadOp::create(
-        b, VectorType::get({width}, elementType), buffer, indices,
-        /*nontemporal=*/false, vectorAlignment(elementType, width)));
-  }
-  static llvm::MaybeAlign vectorAlignment(Type elementType, int64_t width) {
-    uint64_t bytes = width * elementType.getIntOrFloatBitWidth() / 8;
-    return llvm::MaybeAlign(
-        std::min<uint64_t>(16, uint64_t(1) << llvm::countr_zero(bytes)));
-  }
-  Value column(Value chunk, int64_t vectorWidth) {
-    return arith::MulIOp::create(b, chunk, index(vectorWidth));
-  }
-  Value inputVector(Value chunk) {
-    return loadVector(p.input, token, column(chunk, s.in.vectorWidth),
-                      s.in.vectorWidth);
-  }
-  Value zeros(int64_t width) {
-    return arith::ConstantOp::create(
-        b, DenseElementsAttr::get(VectorType::get({width}, b.getF32Type()),
-                                  b.getF32FloatAttr(0.0)));
-  }
-  Value fma(Value x, Value y, Value acc) {
-    return vector::FMAOp::create(b, x, y, acc);
-  }
-
-  //===--- Routing ------------------------------------------------------===//
-
-  /// One of a lane's vectors of a row, with `inRow` (null when statically
-  /// true) masking a vector past the row's end; such a vector is clamped to
-  /// the row's last one, which is always safe to load.
-  struct LaneVector {
-    Value chunk, inRow;
-  };
-
-  /// Runs `step` over a lane's vectors of a row of `vectors` vectors
-  /// (`staticVectors` when known), as `walk` says: straight-line for one
-  /// step, else a loop over the steps that threads `inits` through.
-  SmallVector<Value> walkRow(
-      Value lane, const TreeStrategy::LaneWalk &walk, Value vectors,
-      std::optional<int64_t> staticVectors, ValueRange inits,
-      function_ref<SmallVector<Value>(ArrayRef<LaneVector>, ValueRange)> step) {
-    auto vectorsFrom = [&](Value first, std::optional<int64_t> staticFirst) {
-      SmallVector<LaneVector> result;
-      for (int64_t i = 0; i < walk.vectorsPerStep; ++i) {
-        Value chunk = arith::AddIOp::create(
-            b, lane,
-            arith::MulIOp::create(b, arith::AddIOp::create(b, first, index(i)),
-                                  index(kWarpSize)));
-        bool inside = !walk.ragged ||
-                      (staticFirst && staticVectors &&
-                       (*staticFirst + i + 1) * kWarpSize <= *staticVectors);
-        if (inside) {
-          result.push_back({chunk, Value()});
-          continue;
-        }
-        Value inRow =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk, vectors);
-        Value last = arith::SubIOp::create(b, vectors, index(1));
-        result.push_back({arith::MinUIOp::create(b, chunk, last), inRow});
-      }
-      return result;
-    };
-    if (walk.steps == 1)
-      return step(vectorsFrom(index(0), 0), inits);
-    Value steps = walk.steps
-                      ? index(*walk.steps)
-                      : arith::CeilDivUIOp::create(
-                            b, vectors, index(kWarpSize * walk.vectorsPerStep));
-    auto loop = kernelLoop(index(0), steps, index(1), inits);
-    inside(loop.getRegion(), [&] {
-      Value first = arith::MulIOp::create(b, loop.getInductionVar(),
-                                          index(walk.vectorsPerStep));
-      SmallVector<Value> next =
-          step(vectorsFrom(first, std::nullopt), loop.getRegionIterArgs());
-      // Without iteration values the loop already ends in its yield.
-      if (!inits.empty())
-        scf::YieldOp::create(b, next);
-    });
-    return llvm::to_vector_of<Value>(loop.getResults());
-  }
-
-  /// A lane's parts of dot(x[token], weights[row]) for each of `rows`, in
-  /// one walk over x: each step loads its x vectors once and every row's
-  /// vectors beside them, all in flight together.
-  SmallVector<Value> dotPartials(Value lane, Value weights,
-                                 ArrayRef<Value> rows) {
-    int64_t width = s.in.vectorWidth;
-    SmallVector<Value> inits(rows.size(), zeros(width));
-    SmallVector<Value> accs = walkRow(
-        lane, s.in, inVectors, staticVectors(p.staticInWidth, width), inits,
-        [&](ArrayRef<LaneVector> vectors, ValueRange in) {
-          SmallVector<Value> accs(in);
-          for (auto [i, v] : llvm::enumerate(vectors)) {
-            Value x = gpuInput.empty() ? inputVector(v.chunk) : gpuInput[i];
-            Value col = column(v.chunk, width);
-            for (auto [acc, row] : llvm::zip(accs, rows)) {
-              Value next = fma(x, loadVector(weights, row, col, width), acc);
-              acc = v.inRow ? arith::SelectOp::create(b, v.inRow, next, acc)
-                            : next;
-            }
-          }
-          return accs;
-        });
-    SmallVector<Value> partials;
-    for (Value acc : accs)
-      partials.push_back(sum(acc));
-    return partials;
-  }
-
-  static std::optional<int64_t> staticVectors(std::optional<int64_t> width,
-                                              int64_t vectorWidth) {
-    return width ? std::optional(*width / vectorWidth) : std::nullopt;
-  }
-
-  /// 2 * node + 1 + (goRight ? 1 : 0).
-  Value child(Value node, Value goRight) {
-    Value right = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        arith::ExtUIOp::create(b, b.getI64Type(), goRight));
-    return arith::AddIOp::create(
-        b,
-        arith::AddIOp::create(b, arith::MulIOp::create(b, node, index(2)),
-                              index(1)),
-        right);
-  }
-
-  /// Records output row `row` with `coefficient` as entry `entry`. On the
-  /// GPU every lane holds the same values and writes them; each lane later
-  /// reads back a value it wrote itself, so no warp barrier is needed.
-  void record(Value entry, Value row, Value coefficient) {
-    SmallVector<Value> indices = recordPrefix;
-    indices.push_back(entry);
-    memref::StoreOp::create(b, coefficient, records[0], indices);
-    memref::StoreOp::create(b,
-                            arith::IndexCastOp::create(b, b.getI32Type(), row),
-                            records[1], indices);
-  }
-
-  /// One tree's walk: where its rows are, and what happens at each node.
-  struct TreeWalk {
-    Value treeBase;   // the tree's first row of routeWeights
-    Value stagedBase; // ... and of the staged rows (null without staging)
-    Value firstEntry; // the tree's first record (null: no records)
-    arith::CmpFPredicate goRight;
-  };
-
-  /// The logits of `nodes` of one tree, in every lane, computed together.
-  SmallVector<Value> nodeLogits(const TreeWalk &walk, ArrayRef<Value> nodes,
-                                bool staged) {
-    SmallVector<Value> rows;
-    for (Value node : nodes)
-      rows.push_back(arith::AddIOp::create(
-          b, staged ? walk.stagedBase : walk.treeBase, node));
-    Value weights = staged ? stagedInput : p.routeWeights;
-    SmallVector<Value> logits = groupSums(nodes.size(), [&](Value lane) {
-      return dotPartials(lane, weights, rows);
-    });
-    if (p.routeBias)
-      for (auto [logit, node] : llvm::zip(logits, nodes))
-        logit = add(
-            logit,
-            widen(memref::LoadOp::create(
-                b, p.routeBias,
-                ValueRange{arith::AddIOp::create(b, walk.treeBase, node)})));
-    return logits;
-  }
-
-  /// Records `node` (tree_ffn) at `level` with act(logit).
-  void visit(const TreeWalk &walk, Value level, Value node, Value logit) {
-    if (!walk.firstEntry)
-      return;
-    record(arith::AddIOp::create(b, walk.firstEntry, level),
-           arith::AddIOp::create(b, walk.treeBase, node),
-           buildActivation(b, b.getLoc(), p.activation, logit));
-  }
-
-  Value goesRight(const TreeWalk &walk, Value logit) {
-    return arith::CmpFOp::create(b, walk.goRight, logit, f32(0.0));
-  }
-
-  /// Walks levels [first, last) from `node`, `s.levelsPerStep` levels a
-  /// step; returns the node below the last level. With two levels a step,
-  /// the node's and both children's rows are loaded and summed together,
-  /// and the children's logits are picked after the node's decision.
-  Value walkLevels(const TreeWalk &walk, int64_t first, int64_t last,
-                   Value node, bool staged) {
-    int64_t pairs = s.levelsPerStep == 2 ? (last - first) / 2 : 0;
-    auto steps = [&](int64_t begin, int64_t count, int64_t levelsPerStep,
-                     Value from,
-                     function_ref<Value(Value level, Value node)> step) {
-      if (count == 0)
-        return from;
-      auto loop =
-          kernelLoop(index(0), index(count), index(1), ValueRange{from});
-      inside(loop.getRegion(), [&] {
-        Value level = arith::AddIOp::create(
-            b, index(begin),
-            arith::MulIOp::create(b, loop.getInductionVar(),
-                                  index(levelsPerStep)));
-        scf::YieldOp::create(b, step(level, loop.getRegionIterArg(0)));
-      });
-      return Value(loop.getResult(0));
-    };
-    node = steps(first, pairs, 2, node, [&](Value level, Value node) {
-      Value left = child(node, arith::ConstantIntOp::create(b, 0, 1));
-      Value right = arith::AddIOp::create(b, left, index(1));
-      SmallVector<Value> logits = nodeLogits(walk, {node, left, right}, staged);
-      Value right0 = goesRight(walk, logits[0]);
-      Value next = arith::SelectOp::create(b, right0, right, left);
-      Value nextLogit =
-          arith::SelectOp::create(b, right0, logits[2], logits[1]);
-      visit(walk, level, node, logits[0]);
-      visit(walk, arith::AddIOp::create(b, level, index(1)), next, nextLogit);
-      return child(next, goesRight(walk, nextLogit));
-    });
-    return steps(first + 2 * pairs, last - first - 2 * pairs, 1, node,
-                 [&](Value level, Value node) {
-                   Value logit = nodeLogits(walk, {node}, staged)[0];
-                   visit(walk, level, node, logit);
-                   return child(node, goesRight(walk, logit));
-                 });
-  }
-
-  /// tree_ffn: every tree's walk, each visited neuron recorded with act(l);
-  /// the staged top levels read their rows from shared memory. Exactly zero
-  /// goes left.
-  void routeTrees() {
-    auto trees = kernelLoop(index(0), index(p.trees), index(1));
-    inside(trees.getRegion(), [&] {
-      Value tree = trees.getInductionVar();
-      TreeWalk walk;
-      walk.treeBase = arith::MulIOp::create(b, tree, index(p.nodesPerTree));
-      if (s.stagedLevels)
-        walk.stagedBase =
-            arith::MulIOp::create(b, tree, index(s.stagedNodesPerTree()));
-      walk.firstEntry = arith::MulIOp::create(b, tree, index(p.levels));
-      walk.goRight = arith::CmpFPredicate::OGT;
-      Value node =
-          walkLevels(walk, 0, s.stagedLevels, index(0), /*staged=*/true);
-      walkLevels(walk, s.stagedLevels, p.levels, node, /*staged=*/false);
-    });
-  }
-
-  /// leaf_tree_ffn: the routing walk, then the leaf's hidden layer, each
-  /// hidden unit recorded with act(hidden) against its row of w2. Zero goes
-  /// right here (s >= 0), as in the original FFF code.
-  void routeToLeafAndHidden() {
-    TreeWalk walk;
-    walk.treeBase = index(0);
-    walk.goRight = arith::CmpFPredicate::OGE;
-    Value node = walkLevels(walk, 0, p.levels, index(0), /*staged=*/false);
-    leaf = arith::SubIOp::create(b, node, index(p.nodesPerTree));
-
-    Value gpuHidden = onGPU() ? hiddenPartials(gpuLane) : Value();
-    SmallVector<Value> hidden = groupSums(p.hiddenWidth, [&](Value lane) {
-      Value partials = gpuHidden ? gpuHidden : hiddenPartials(lane);
-      SmallVector<Value> units;
-      for (int64_t unit = 0; unit < p.hiddenWidth; ++unit)
-        units.push_back(
-            vector::ExtractOp::create(b, partials, ArrayRef<int64_t>{unit}));
-      return units;
-    });
-    Value firstRow = arith::MulIOp::create(b, leaf, index(p.hiddenWidth));
-    for (auto [unit, sum] : llvm::enumerate(hidden)) {
-      Value biased =
-          add(sum, widen(memref::LoadOp::create(
-                       b, p.hiddenBias, ValueRange{leaf, index(unit)})));
-      record(index(unit), arith::AddIOp::create(b, firstRow, index(unit)),
-             buildActivation(b, b.getLoc(), p.activation, biased));
-    }
-  }
-
-  /// A lane's part of x[token] @ w1[leaf]: the lane takes input elements
-  /// lane, lane + 32, ... and adds x[d] times row d of w1[leaf] (W
-  /// contiguous values; a warp reads 32 consecutive rows). The one loop
-  /// left for ptxas to unroll: each iteration's loads are independent, and
-  /// unrolled they are in flight together.
-  Value hiddenPartials(Value lane) {
-    Value firstRow = arith::MulIOp::create(b, leaf, p.inWidth);
-    auto loop = scf::ForOp::create(b, lane, p.inWidth, index(kWarpSize),
-                                   ValueRange{zeros(p.hiddenWidth)});
-    inside(loop.getRegion(), [&] {
-      Value d = loop.getInductionVar();
-      Value x = widen(memref::LoadOp::create(b, p.input, ValueRange{token, d}));
-      Value row =
-          loadVector(p.hiddenWeights, arith::AddIOp::create(b, firstRow, d),
-                     index(0), p.hiddenWidth);
-      Value xs = vector::BroadcastOp::create(
-          b, VectorType::get({p.hiddenWidth}, b.getF32Type()), x);
-      scf::YieldOp::create(b, fma(xs, row, loop.getRegionIterArg(0)));
-    });
-    return loop.getResult(0);
-  }
-
-  //===--- Output -------------------------------------------------------===//
-
-  /// Recorded entry `entry`: its coefficient and output row.
-  std::pair<Value, Value> loadRecord(Value entry) {
-    SmallVector<Value> indices = recordPrefix;
-    indices.push_back(entry);
-    Value coefficient = memref::LoadOp::create(b, records[0], indices);
-    Value row = arith::IndexCastOp::create(
-        b, b.getIndexType(), memref::LoadOp::create(b, records[1], indices));
-    return {coefficient, row};
-  }
-
-  /// Output row `row` (recorded as entry `entry`, static when unrolled) at
-  /// `columns`, widened: from the staged rows when its level is staged,
-  /// which a static entry tells at compile time.
-  SmallVector<Value> outputRow(Value entry, std::optional<int64_t> staticEntry,
-                               Value row, ArrayRef<Value> columns) {
-    int64_t width = s.out.vectorWidth;
-    auto load = [&](Value buffer, Value at) {
-      SmallVector<Value> vectors;
-      for (Value col : columns)
-        vectors.push_back(loadVector(buffer, at, col, width));
-      return vectors;
-    };
-    if (!s.stagedLevels)
-      return load(p.outWeights, row);
-    // Tree k's staged rows start at k * S instead of k * N.
-    auto stagedRow = [&](Value tree) {
-      return arith::SubIOp::create(
-          b, row,
-          arith::MulIOp::create(
-              b, tree, index(p.nodesPerTree - s.stagedNodesPerTree())));
-    };
-    if (staticEntry) {
-      if (*staticEntry % p.levels >= s.stagedLevels)
-        return load(p.outWeights, row);
-      return load(stagedOutput, stagedRow(index(*staticEntry / p.levels)));
-    }
-    Value level = arith::RemUIOp::create(b, entry, index(p.levels));
-    Value staged = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, level,
-                                         index(s.stagedLevels));
-    SmallVector<Type> types(columns.size(),
-                            VectorType::get({width}, b.getF32Type()));
-    auto source = scf::IfOp::create(b, types, staged, /*addThenBlock=*/true,
-                                    /*addElseBlock=*/true);
-    inside(source.getThenRegion(), [&] {
-      Value tree = arith::DivUIOp::create(b, entry, index(p.levels));
-      scf::YieldOp::create(b, load(stagedOutput, stagedRow(tree)));
-    });
-    inside(source.getElseRegion(),
-           [&] { scf::YieldOp::create(b, load(p.outWeights, row)); });
-    return llvm::to_vector_of<Value>(source.getResults());
-  }
-
-  /// y[token] at `vectors`: the bias plus every recorded row times its
-  /// coefficient, summed in f32 registers, each vector stored once. All the
-  /// vectors' loads of an entry are independent, and so are the entries'
-  /// when unrolled, which is what keeps a lone token's output from waiting
-  /// on one load at a time.
-  void storeOutputVectors(ArrayRef<LaneVector> vectors) {
-    int64_t width = s.out.vectorWidth;
-    auto f32Vector = VectorType::get({width}, b.getF32Type());
-    SmallVector<Value> columns, accs;
-    for (LaneVector v : vectors) {
-      columns.push_back(column(v.chunk, width));
-      accs.push_back(p.outBias
-                         ? loadVector(p.outBias, leaf, columns.back(), width)
-                         : zeros(width));
-    }
-    auto accumulate = [&](Value entry, std::optional<int64_t> staticEntry,
-                          ValueRange in) {
-      auto [coefficient, row] = loadRecord(entry);
-      Value coefficients =
-          vector::BroadcastOp::create(b, f32Vector, coefficient);
-      SmallVector<Value> out;
-      for (auto [weights, acc] :
-           llvm::zip(outputRow(entry, staticEntry, row, columns), in))
-        out.push_back(fma(coefficients, weights, acc));
-      return out;
-    };
-    if (s.unrollEntries) {
-      for (int64_t e = 0; e < s.entriesPerToken; ++e)
-        accs = accumulate(index(e), e, accs);
-    } else {
-      auto entries =
-          kernelLoop(index(0), index(s.entriesPerToken), index(1), accs);
-      inside(entries.getRegion(), [&] {
-        scf::YieldOp::create(b,
-                             accumulate(entries.getInductionVar(), std::nullopt,
-                                        entries.getRegionIterArgs()));
-      });
-      accs = llvm::to_vector_of<Value>(entries.getResults());
-    }
-    for (auto [v, col, acc] : llvm::zip(vectors, columns, accs)) {
-      Value y = acc;
-      if (!p.elementType.isF32())
-        y = arith::TruncFOp::create(b, VectorType::get({width}, p.elementType),
-                                    y);
-      auto store = [&] {
-        vector::StoreOp::create(b, y, p.output, ValueRange{token, col},
-                                /*nontemporal=*/false,
-                                vectorAlignment(p.elementType, width));
-      };
-      if (v.inRow)
-        inside(scf::IfOp::create(b, v.inRow).getThenRegion(), store);
-      else
-        store();
-    }
-  }
-
-  void emitOutput() {
-    forEachLane([&](Value lane) {
-      walkRow(lane, s.out, outVectors,
-              staticVectors(p.staticOutWidth, s.out.vectorWidth), {},
-              [&](ArrayRef<LaneVector> vectors, ValueRange) {
-                storeOutputVectors(vectors);
-                return SmallVector<Value>{};
-              });
-    });
-  }
-
-  //===--- The token ----------------------------------------------------===//
-
-  void emitToken() {
-    gpuInput.clear();
-    if (onGPU() && s.inputInRegisters)
-      walkRow(gpuLane, s.in, inVectors,
-              staticVectors(p.staticInWidth, s.in.vectorWidth), {},
-              [&](ArrayRef<LaneVector> vectors, ValueRange) {
-                for (LaneVector v : vectors)
-                  gpuInput.push_back(inputVector(v.chunk));
-                return SmallVector<Value>{};
-              });
-    if (p.hiddenWidth > 0)
-      routeToLeafAndHidden();
-    else
-      routeTrees();
-    emitOutput();
-  }
-
-  const TreeStrategy &s;
-  const TreeProblem &p;
-  Value token, inVectors, outVectors;
-  /// leaf_tree_ffn's leaf, once routed (null for tree_ffn).
-  Value leaf;
-  /// The staged rows (null without staging).
-  Value stagedInput, stagedOutput;
-  /// This token's records (coefficients, rows) and the indices before the
-  /// entry index: the warp on the GPU, none in the twin.
-  std::array<Value, 2> records;
-  SmallVector<Value> recordPrefix;
-  /// The lane's x vectors, when the strategy keeps them in registers.
-  SmallVector<Value> gpuInput;
-};
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Host side
@@ -753,28 +104,13 @@ Value asIs(ImplicitLocOpBuilder &b, Value tensor) {
   return collapsedBuffer(b, tensor, identity);
 }
 
-/// Builds the kernel for `host` with `strategy` and launches it, or emits
-/// its twin.
-void emitTreeKernel(RewriterBase &rewriter, Operation *op,
-                    const TreeStrategy &strategy, const TreeProblem &host,
-                    bool cpuTwin) {
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  if (cpuTwin) {
-    Operation *twin = TreeKernelEmitter(b, strategy, host).emitCPUTwin();
-    twin->setAttr(kGPUTwinAttrName, b.getUnitAttr());
-    return;
-  }
+} // namespace
 
-  TreeProblem inKernel = host;
-  KernelParameters parameters(
-      {&inKernel.input, &inKernel.routeWeights, &inKernel.routeBias,
-       &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
-       &inKernel.outBias, &inKernel.output, &inKernel.rows, &inKernel.inWidth,
-       &inKernel.outWidth});
-
+std::string fff::treeKernelName(Operation *op, const TreeStrategy &strategy,
+                                const TreeProblem &host) {
   // e.g. tree_ffn_bf16_768x768_depth11_latency.
-  KernelSpec spec;
-  llvm::raw_string_ostream os(spec.name);
+  std::string name;
+  llvm::raw_string_ostream os(name);
   auto size = [&](std::optional<int64_t> width) {
     if (width)
       os << *width;
@@ -789,18 +125,37 @@ void emitTreeKernel(RewriterBase &rewriter, Operation *op,
   if (host.trees > 1)
     os << "_trees" << host.trees;
   os << "_" << TreeStrategy::variantName(strategy.variant);
+  return name;
+}
+
+namespace {
+
+/// Builds the kernel for `host` with `strategy` and launches it, or emits
+/// its twin.
+void buildTreeKernel(RewriterBase &rewriter, Operation *op,
+                     const TreeStrategy &strategy, const TreeProblem &host,
+                     bool cpuTwin) {
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  if (cpuTwin) {
+    Operation *twin = emitTreeTwin(b, strategy, host);
+    twin->setAttr(kGPUTwinAttrName, b.getUnitAttr());
+    return;
+  }
+
+  TreeProblem inKernel = host;
+  KernelParameters parameters(
+      {&inKernel.input, &inKernel.routeWeights, &inKernel.routeBias,
+       &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
+       &inKernel.outBias, &inKernel.output, &inKernel.rows, &inKernel.inWidth,
+       &inKernel.outWidth});
+
+  KernelSpec spec;
+  spec.name = treeKernelName(op, strategy, host);
   spec.threadsPerBlock = strategy.threadsPerBlock();
   spec.maxRegisters = strategy.maxRegisters;
   spec.strategy = strategy.toAttr(rewriter.getContext());
-  SmallVector<int64_t> recordShape{strategy.tokensPerBlock,
-                                   strategy.entriesPerToken};
-  spec.workgroupBuffers = {workgroupBufferType(recordShape, b.getF32Type()),
-                           workgroupBufferType(recordShape, b.getI32Type())};
-  TreeKernelEmitter hostEmitter(b, strategy, host);
-  if (strategy.stagedLevels) {
-    auto [input, output] = hostEmitter.stagedTypes();
-    spec.workgroupBuffers.append({input, output});
-  }
+  spec.workgroupBuffers =
+      treeSharedBuffers(rewriter.getContext(), strategy, host);
   gpu::GPUFuncOp kernel =
       createKernel(rewriter, op, spec, parameters.operands());
   parameters.bind(kernel);
@@ -808,11 +163,11 @@ void emitTreeKernel(RewriterBase &rewriter, Operation *op,
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&kernel.front());
     ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
-    TreeKernelEmitter(kb, strategy, inKernel)
-        .emitGPU(gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
-                 gpu::BlockIdOp::create(kb, gpu::Dimension::x),
-                 gpu::GridDimOp::create(kb, gpu::Dimension::x),
-                 kernel.getWorkgroupAttributions());
+    emitTreeKernel(kb, strategy, inKernel,
+                   gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
+                   gpu::BlockIdOp::create(kb, gpu::Dimension::x),
+                   gpu::GridDimOp::create(kb, gpu::Dimension::x),
+                   kernel.getWorkgroupAttributions());
     gpu::ReturnOp::create(kb);
   }
   Value blocks = arith::CeilDivUIOp::create(
@@ -831,7 +186,7 @@ void emitTreeKernels(RewriterBase &rewriter, Operation *op,
                      ArrayRef<TreeStrategy> strategies,
                      const TreeProblem &problem, bool cpuTwin) {
   if (strategies.size() == 1)
-    return emitTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
+    return buildTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   Value small = arith::CmpIOp::create(
       b, arith::CmpIPredicate::ule, problem.rows,
@@ -839,9 +194,9 @@ void emitTreeKernels(RewriterBase &rewriter, Operation *op,
   auto choice = scf::IfOp::create(b, small, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
-  emitTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
+  buildTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
   rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
-  emitTreeKernel(rewriter, op, strategies[1], problem, cpuTwin);
+  buildTreeKernel(rewriter, op, strategies[1], problem, cpuTwin);
 }
 
 /// Fills the parts every tree problem has and allocates the output.

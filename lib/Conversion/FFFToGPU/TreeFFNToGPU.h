@@ -15,6 +15,9 @@ class RewritePatternSet;
 
 namespace fff {
 
+struct TreeProblem;
+struct TreeStrategy;
+
 /// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to their kernels'
 /// launches (or, with `cpuTwin`, to the kernels' CPU twins): both variants,
 /// chosen by batch size, for `treeVariant` "auto"; only the one named by
@@ -26,6 +29,11 @@ populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns, bool cpuTwin,
 
 /// Why the tree op `op` has no GPU kernel, or "" when it has one.
 std::string whyTreeOpHasNoGPUKernel(mlir::Operation *op);
+
+/// The name of `op`'s kernel with `strategy` for `host`, e.g.
+/// tree_ffn_bf16_768x768_depth11_latency.
+std::string treeKernelName(mlir::Operation *op, const TreeStrategy &strategy,
+                           const TreeProblem &host);
 
 } // namespace fff
 
