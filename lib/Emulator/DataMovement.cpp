@@ -375,6 +375,33 @@ void shuffle(ExecContext &context, const Instruction &instruction,
   }
 }
 
+/// bar.warp.sync membermask: every live lane the membermask names must reach
+/// it with the caller, so that what they stored before is visible to each
+/// other after (exited lanes may be named).
+void warpSync(ExecContext &context, const Instruction &instruction,
+              LaneMask lanes) {
+  WarpState &warp = *context.warp;
+  const uint64_t *memberMasks = warp.lane(instruction.sources[0]);
+  forEachLane(lanes, [&](unsigned lane) {
+    if (context.faulted)
+      return;
+    LaneMask members = LaneMask(memberMasks[lane]);
+    auto sync = [&] {
+      return "bar.warp.sync with membermask " + formatHex(members);
+    };
+    if (!(members & (LaneMask(1) << lane)))
+      context.raise(CUDA_ERROR_LAUNCH_FAILED, instruction, lane,
+                    sync() + " does not name the executing lane " +
+                        std::to_string(lane));
+    else if (LaneMask absent = members & warp.live() & ~lanes)
+      context.raise(CUDA_ERROR_LAUNCH_FAILED, instruction, lane,
+                    sync() + " names lane " +
+                        std::to_string(__builtin_ctz(absent)) +
+                        ", which is not converged here (diverged or "
+                        "predicated off)");
+  });
+}
+
 } // namespace
 
 ExecuteFn selectLoad(StateSpace space) {
@@ -402,5 +429,7 @@ ExecuteFn selectStore(StateSpace space) {
 }
 
 ExecuteFn selectShuffle() { return shuffle; }
+
+ExecuteFn selectWarpSync() { return warpSync; }
 
 } // namespace fff::emulator

@@ -755,6 +755,14 @@ bool Decoder::decodeShfl() {
 }
 
 bool Decoder::decodeBarrier() {
+  // bar.warp.sync: the lanes of a warp meet, without stopping the block.
+  if (modifiers.opcode == "bar" && modifiers.take("warp")) {
+    if (!modifiers.take("sync"))
+      return fail(quoted() + " is not supported: only bar.warp.sync is");
+    if (!select(selectWarpSync()) || !expectOperands(1))
+      return false;
+    return source(parsed.operands[0], ScalarType::U32, instruction.sources[0]);
+  }
   // bar.sync, bar.cta.sync and barrier.sync[.aligned]: all wait for every
   // thread of the block at the barrier.
   modifiers.take("cta");

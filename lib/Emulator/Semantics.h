@@ -118,6 +118,7 @@ ExecuteFn selectStore(StateSpace space);
 
 /// shfl.sync.mode.b32 d[|p], a, b, c, membermask.
 ExecuteFn selectShuffle();
+ExecuteFn selectWarpSync();
 
 } // namespace fff::emulator
 

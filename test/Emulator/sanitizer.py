@@ -4,7 +4,8 @@
 # misaligned vector accesses, shared accesses out of range, a shared-memory
 # race, a read of uninitialized shared memory, barriers reached by part of a
 # block (threads that exited, a diverged warp, a predicated bar.sync),
-# shuffles naming unconverged lanes or reading inactive ones, and launches
+# shuffles and warp barriers naming unconverged lanes, shuffles reading
+# inactive lanes, and launches
 # beyond the device's or the kernel's limits. Faults are sticky until the
 # primary context is reset; launch-configuration errors are not. The
 # corrected kernels run clean.
@@ -177,6 +178,19 @@ ptx = kernel("inactive_source", """
   shfl.sync.bfly.b32 %v, %tid, 16, 31, 0xffff;""")
 expect_fault(ptx, "inactive_source", (16,), CUDA_ERROR_LAUNCH_FAILED, "inactive source lane", "thread (0,0,0)",
              f"line {line_of(ptx, 'shfl.sync')}", "reads lane 16, which is inactive")
+
+# Half a warp at a warp barrier with a full membermask; the converged warp
+# passes it.
+ptx = kernel("diverged_warp_sync", """
+  setp.ge.u32 %p, %lane, 16;
+  @%p bra SKIP;
+  bar.warp.sync -1;
+SKIP:""")
+expect_fault(ptx, "diverged_warp_sync", (32,), CUDA_ERROR_LAUNCH_FAILED, "diverged warp barrier",
+             "thread (0,0,0)", f"line {line_of(ptx, 'bar.warp.sync')}",
+             "bar.warp.sync with membermask 0xffffffff names lane 16, which is not converged")
+ptx = kernel("converged_warp_sync", "  bar.warp.sync -1;")
+expect(launch(ptx, "converged_warp_sync", (64,)), 0, "a converged warp barrier")
 
 # Launches beyond the limits fail without running and without sticking.
 ptx = kernel("limited", "  mov.u32 %v, 0;", directives=".maxntid 64, 1, 1")

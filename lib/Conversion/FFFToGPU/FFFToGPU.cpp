@@ -574,8 +574,12 @@ struct ConvertFFFToGPUPass
 LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
                                             bool cpuTwin, StringRef treeVariant,
                                             bool treeStaging) {
+  FailureOr<TreeKernelOptions> options =
+      parseTreeKernelOptions(cpuTwin, treeVariant, treeStaging);
+  if (failed(options))
+    return failure();
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                           cpuTwin);
-  return populateTreeOpsToGPUPatterns(patterns, cpuTwin, treeVariant,
-                                      treeStaging);
+  populateTreeOpsToGPUPatterns(patterns, *options);
+  return success();
 }

@@ -162,7 +162,7 @@ StringRef TreeStrategy::variantName(Variant variant) {
 
 DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
   Builder b(context);
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> fields{
       b.getNamedAttr("kind", b.getStringAttr("warp_per_token")),
       b.getNamedAttr("variant", b.getStringAttr(variantName(variant))),
       b.getNamedAttr("in", in.toAttr(context)),
@@ -175,7 +175,11 @@ DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("resident_blocks", b.getBoolAttr(residentBlocks)),
       b.getNamedAttr("entries_per_token", b.getI64IntegerAttr(entriesPerToken)),
       b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
-  });
+  };
+  if (fusedRowBytesPerToken)
+    fields.push_back(b.getNamedAttr("fused_row_bytes_per_token",
+                                    b.getI64IntegerAttr(fusedRowBytesPerToken)));
+  return b.getDictionaryAttr(fields);
 }
 
 /// The most top levels whose rows fit in `bytes` of shared memory, if that
@@ -190,6 +194,19 @@ static int64_t levelsToStage(const TreeShape &shape, int64_t bytes) {
          shape.trees * ((int64_t(1) << (levels + 1)) - 1) * rowBytes <= bytes)
     ++levels;
   return levels >= kTreeMinStagedLevels ? levels : 0;
+}
+
+NormStrategy fff::selectWarpNormStrategy(int64_t rowSize, Type elementType) {
+  NormStrategy strategy = selectNormStrategy(rowSize, elementType);
+  if (strategy.kind == NormStrategy::Kind::WarpPerRow)
+    return strategy;
+  // Too long for one warp's registers: the warp loops over the row, with
+  // the loads as wide as the size allows.
+  int64_t vectorWidth = kLoadBytes / (elementType.getIntOrFloatBitWidth() / 8);
+  while (rowSize % vectorWidth != 0)
+    vectorWidth /= 2;
+  return {NormStrategy::Kind::Looped, vectorWidth, kWarpSize,
+          /*rowsPerBlock=*/1, /*vectorsPerThread=*/0};
 }
 
 FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
@@ -213,6 +230,18 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   TreeStrategy s;
   s.variant = variant;
   s.entriesPerToken = entriesPerToken;
+  s.fusedRowBytesPerToken = shape.fusedRowBytesPerToken;
+  auto tokenBytes = [&](int64_t tokens) {
+    return tokens * (entriesPerToken * kRecordBytes + s.fusedRowBytesPerToken);
+  };
+  if (tokenBytes(kTreeLatencyTokensPerBlock) > kTreeSharedBytes) {
+    whyNot = "rows too wide for a fused sublayer kernel to keep in shared "
+             "memory (" +
+             std::to_string(tokenBytes(kTreeLatencyTokensPerBlock)) +
+             " bytes for " + std::to_string(kTreeLatencyTokensPerBlock) +
+             " tokens)";
+    return failure();
+  }
   s.levelsPerStep = variant == TreeStrategy::Variant::Latency ? 2 : 1;
   int64_t rowsPerStep = (int64_t(1) << s.levelsPerStep) - 1;
   s.in = laneWalk(shape.inWidth, elementType,
@@ -245,12 +274,14 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   s.residentBlocks = true;
   s.tokensPerBlock =
       entriesPerToken * kTreeThroughputTokensPerBlock * kRecordBytes <=
-              kTreeEntryBytes
+                  kTreeEntryBytes &&
+              tokenBytes(kTreeThroughputTokensPerBlock) <= kTreeSharedBytes
           ? kTreeThroughputTokensPerBlock
           : kTreeLatencyTokensPerBlock;
-  int64_t recordBytes = entriesPerToken * s.tokensPerBlock * kRecordBytes;
   s.stagedLevels =
-      staging ? levelsToStage(shape, kTreeSharedBytes - recordBytes) : 0;
+      staging ? levelsToStage(shape, kTreeSharedBytes -
+                                         tokenBytes(s.tokensPerBlock))
+              : 0;
   return s;
 }
 

@@ -65,28 +65,6 @@ FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
   return shape;
 }
 
-/// The strategies of the kernels `op` gets: the forced variant's, or both
-/// (latency first).
-FailureOr<SmallVector<TreeStrategy>>
-strategiesFor(Operation *op, std::optional<TreeStrategy::Variant> forced,
-              bool staging, std::string &whyNot) {
-  FailureOr<TreeShape> shape = shapeOf(op, whyNot);
-  if (failed(shape))
-    return failure();
-  SmallVector<TreeStrategy> strategies;
-  for (auto variant :
-       {TreeStrategy::Variant::Latency, TreeStrategy::Variant::Throughput}) {
-    if (forced && variant != *forced)
-      continue;
-    FailureOr<TreeStrategy> strategy =
-        selectTreeStrategy(*shape, variant, staging, whyNot);
-    if (failed(strategy))
-      return failure();
-    strategies.push_back(*strategy);
-  }
-  return strategies;
-}
-
 /// Rows of a [n, m, width] weight tensor, as an [n * m, width] buffer.
 Value rowsOf(ImplicitLocOpBuilder &b, Value tensor) {
   return collapsedBuffer(b, tensor, {{0, 1}, {2}});
@@ -105,6 +83,43 @@ Value asIs(ImplicitLocOpBuilder &b, Value tensor) {
 }
 
 } // namespace
+
+FailureOr<SmallVector<TreeStrategy>>
+fff::treeStrategiesFor(Operation *op, const TreeKernelOptions &options,
+                       int64_t fusedRowBytesPerToken, std::string &whyNot) {
+  FailureOr<TreeShape> shape = shapeOf(op, whyNot);
+  if (failed(shape))
+    return failure();
+  shape->fusedRowBytesPerToken = fusedRowBytesPerToken;
+  SmallVector<TreeStrategy> strategies;
+  for (auto variant :
+       {TreeStrategy::Variant::Latency, TreeStrategy::Variant::Throughput}) {
+    if (options.variant && variant != *options.variant)
+      continue;
+    FailureOr<TreeStrategy> strategy =
+        selectTreeStrategy(*shape, variant, options.staging, whyNot);
+    if (failed(strategy))
+      return failure();
+    strategies.push_back(*strategy);
+  }
+  return strategies;
+}
+
+void fff::emitByBatchSize(OpBuilder &builder, Location loc, Value rows,
+                          ArrayRef<TreeStrategy> strategies,
+                          function_ref<void(const TreeStrategy &)> emit) {
+  if (strategies.size() == 1)
+    return emit(strategies[0]);
+  Value small = arith::CmpIOp::create(
+      builder, loc, arith::CmpIPredicate::ule, rows,
+      arith::ConstantIndexOp::create(builder, loc, kTreeLatencyBoundTokens));
+  auto choice = scf::IfOp::create(builder, loc, small, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(choice.thenBlock()->getTerminator());
+  emit(strategies[0]);
+  builder.setInsertionPoint(choice.elseBlock()->getTerminator());
+  emit(strategies[1]);
+}
 
 std::string fff::treeKernelName(Operation *op, const TreeStrategy &strategy,
                                 const TreeProblem &host) {
@@ -179,36 +194,12 @@ void buildTreeKernel(RewriterBase &rewriter, Operation *op,
                parameters.operands());
 }
 
-/// Emits `strategies`' kernels (or twins); with two, the host runs the
-/// latency kernel for batches of up to kTreeLatencyBoundTokens and the
-/// throughput kernel for larger ones.
-void emitTreeKernels(RewriterBase &rewriter, Operation *op,
-                     ArrayRef<TreeStrategy> strategies,
-                     const TreeProblem &problem, bool cpuTwin) {
-  if (strategies.size() == 1)
-    return buildTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  Value small = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ule, problem.rows,
-      arith::ConstantIndexOp::create(b, kTreeLatencyBoundTokens));
-  auto choice = scf::IfOp::create(b, small, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(choice.thenBlock()->getTerminator());
-  buildTreeKernel(rewriter, op, strategies[0], problem, cpuTwin);
-  rewriter.setInsertionPoint(choice.elseBlock()->getTerminator());
-  buildTreeKernel(rewriter, op, strategies[1], problem, cpuTwin);
-}
-
-/// Fills the parts every tree problem has and allocates the output.
-Value commonProblem(ImplicitLocOpBuilder &b, TreeProblem &p, Operation *op,
-                    Value input, Value outWeights) {
-  p.elementType = getElementTypeOrSelf(input.getType());
+/// Allocates the output of `op` for `p` reading `input`.
+Value allocateOutput(ImplicitLocOpBuilder &b, TreeProblem &p, Operation *op,
+                     Value input) {
   p.input = asIs(b, input);
   p.rows = memref::DimOp::create(b, p.input, 0);
   p.inWidth = memref::DimOp::create(b, p.input, 1);
-  p.outWidth = tensor::DimOp::create(b, outWeights, 2);
-  p.staticInWidth = staticDim(input, 1);
-  p.staticOutWidth = staticDim(outWeights, 2);
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   SmallVector<Value> dynamicSizes;
   if (resultType.isDynamicDim(0))
@@ -221,85 +212,97 @@ Value commonProblem(ImplicitLocOpBuilder &b, TreeProblem &p, Operation *op,
   return output;
 }
 
-/// The problem of `op`, whose output buffer it returns.
-Value describe(ImplicitLocOpBuilder &b, TreeFFNOp op,
-               TreeFFNOp::Adaptor adaptor, TreeProblem &p) {
-  p.activation = op.getActivation();
-  p.trees = *staticDim(op.getWIn(), 0);
-  p.nodesPerTree = op.getNumNodes();
-  p.levels = op.getDepth() + 1;
-  p.hiddenWidth = 0;
-  p.routeWeights = rowsOf(b, adaptor.getWIn());
-  p.routeBias = flat(b, adaptor.getBIn());
-  p.outWeights = rowsOf(b, adaptor.getWOut());
-  p.outBias = asIs(b, adaptor.getBOut());
-  return commonProblem(b, p, op, adaptor.getInput(), adaptor.getWOut());
-}
-
-Value describe(ImplicitLocOpBuilder &b, LeafTreeFFNOp op,
-               LeafTreeFFNOp::Adaptor adaptor, TreeProblem &p) {
-  p.activation = op.getActivation();
-  p.trees = 1;
-  p.nodesPerTree = op.getNumRoutingNodes();
-  p.levels = op.getDepth();
-  p.hiddenWidth = *staticDim(op.getW1(), 2);
-  p.routeWeights = asIs(b, adaptor.getNodeW());
-  p.routeBias = asIs(b, adaptor.getNodeB());
-  p.hiddenWeights = rowsOf(b, adaptor.getW1());
-  p.hiddenBias = asIs(b, adaptor.getB1());
-  p.outWeights = rowsOf(b, adaptor.getW2());
-  p.outBias = asIs(b, adaptor.getB2());
-  return commonProblem(b, p, op, adaptor.getInput(), adaptor.getW2());
-}
-
 template <typename Op> struct TreeToGPUPattern : OpConversionPattern<Op> {
-  TreeToGPUPattern(MLIRContext *context, bool cpuTwin,
-                   std::optional<TreeStrategy::Variant> variant, bool staging)
-      : OpConversionPattern<Op>(context), cpuTwin(cpuTwin), variant(variant),
-        staging(staging) {}
+  TreeToGPUPattern(MLIRContext *context, const TreeKernelOptions &options)
+      : OpConversionPattern<Op>(context), options(options) {}
 
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     std::string whyNot;
     FailureOr<SmallVector<TreeStrategy>> strategies =
-        strategiesFor(op, variant, staging, whyNot);
+        treeStrategiesFor(op, options, /*fusedRowBytesPerToken=*/0, whyNot);
     if (failed(strategies))
       return rewriter.notifyMatchFailure(op, whyNot);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TreeProblem problem;
-    Value output = describe(b, op, adaptor, problem);
-    emitTreeKernels(rewriter, op, *strategies, problem, cpuTwin);
+    describeTreeWeights(b, op, adaptor.getOperands(), problem);
+    Value output = allocateOutput(b, problem, op, adaptor.getInput());
+    emitByBatchSize(rewriter, op.getLoc(), problem.rows, *strategies,
+                    [&](const TreeStrategy &strategy) {
+                      buildTreeKernel(rewriter, op, strategy, problem,
+                                      options.cpuTwin);
+                    });
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
         op, op.getType(), output, /*restrict=*/true, /*writable=*/true);
     return success();
   }
 
-  bool cpuTwin;
-  std::optional<TreeStrategy::Variant> variant;
-  bool staging;
+  TreeKernelOptions options;
 };
 
 } // namespace
 
+void fff::describeTreeWeights(ImplicitLocOpBuilder &b, Operation *op,
+                              ValueRange operands, TreeProblem &p) {
+  p.elementType = getElementTypeOrSelf(op->getOperand(0).getType());
+  p.staticInWidth = staticDim(op->getOperand(0), 1);
+  if (auto tree = dyn_cast<TreeFFNOp>(op)) {
+    TreeFFNOp::Adaptor adaptor(operands, tree);
+    p.activation = tree.getActivation();
+    p.trees = *staticDim(tree.getWIn(), 0);
+    p.nodesPerTree = tree.getNumNodes();
+    p.levels = tree.getDepth() + 1;
+    p.hiddenWidth = 0;
+    p.routeWeights = rowsOf(b, adaptor.getWIn());
+    p.routeBias = flat(b, adaptor.getBIn());
+    p.outWeights = rowsOf(b, adaptor.getWOut());
+    p.outBias = asIs(b, adaptor.getBOut());
+    p.outWidth = tensor::DimOp::create(b, adaptor.getWOut(), 2);
+    p.staticOutWidth = staticDim(tree.getWOut(), 2);
+    return;
+  }
+  auto leaf = cast<LeafTreeFFNOp>(op);
+  LeafTreeFFNOp::Adaptor adaptor(operands, leaf);
+  p.activation = leaf.getActivation();
+  p.trees = 1;
+  p.nodesPerTree = leaf.getNumRoutingNodes();
+  p.levels = leaf.getDepth();
+  p.hiddenWidth = *staticDim(leaf.getW1(), 2);
+  p.routeWeights = asIs(b, adaptor.getNodeW());
+  p.routeBias = asIs(b, adaptor.getNodeB());
+  p.hiddenWeights = rowsOf(b, adaptor.getW1());
+  p.hiddenBias = asIs(b, adaptor.getB1());
+  p.outWeights = rowsOf(b, adaptor.getW2());
+  p.outBias = asIs(b, adaptor.getB2());
+  p.outWidth = tensor::DimOp::create(b, adaptor.getW2(), 2);
+  p.staticOutWidth = staticDim(leaf.getW2(), 2);
+}
+
 std::string fff::whyTreeOpHasNoGPUKernel(Operation *op) {
   std::string whyNot;
-  (void)strategiesFor(op, std::nullopt, /*staging=*/true, whyNot);
+  (void)treeStrategiesFor(op, TreeKernelOptions(), /*fusedRowBytesPerToken=*/0,
+                          whyNot);
   return whyNot;
 }
 
-LogicalResult fff::populateTreeOpsToGPUPatterns(RewritePatternSet &patterns,
-                                                bool cpuTwin,
-                                                StringRef treeVariant,
-                                                bool staging) {
-  std::optional<TreeStrategy::Variant> variant;
+FailureOr<TreeKernelOptions> fff::parseTreeKernelOptions(bool cpuTwin,
+                                                         StringRef treeVariant,
+                                                         bool staging) {
+  TreeKernelOptions options;
+  options.cpuTwin = cpuTwin;
+  options.staging = staging;
   if (treeVariant == "latency")
-    variant = TreeStrategy::Variant::Latency;
+    options.variant = TreeStrategy::Variant::Latency;
   else if (treeVariant == "throughput")
-    variant = TreeStrategy::Variant::Throughput;
+    options.variant = TreeStrategy::Variant::Throughput;
   else if (treeVariant != "auto")
     return failure();
+  return options;
+}
+
+void fff::populateTreeOpsToGPUPatterns(RewritePatternSet &patterns,
+                                       const TreeKernelOptions &options) {
   patterns.add<TreeToGPUPattern<TreeFFNOp>, TreeToGPUPattern<LeafTreeFFNOp>>(
-      patterns.getContext(), cpuTwin, variant, staging);
-  return success();
+      patterns.getContext(), options);
 }

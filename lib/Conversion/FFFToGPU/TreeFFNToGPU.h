@@ -3,32 +3,57 @@
 #ifndef FFF_LIB_CONVERSION_FFFTOGPU_TREEFFNTOGPU_H
 #define FFF_LIB_CONVERSION_FFFTOGPU_TREEFFNTOGPU_H
 
+#include "TreeKernel.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/LogicalResult.h"
 
 #include <string>
 
-namespace mlir {
-class Operation;
-class RewritePatternSet;
-} // namespace mlir
-
 namespace fff {
 
-struct TreeProblem;
-struct TreeStrategy;
+/// What the tree kernels are asked for: the CPU twins instead of kernels;
+/// one variant only (latency or throughput) rather than both, picked by
+/// batch size; and whether throughput kernels may stage rows.
+struct TreeKernelOptions {
+  bool cpuTwin = false;
+  std::optional<TreeStrategy::Variant> variant;
+  bool staging = true;
+};
+
+/// The options of convert-fff-to-gpu's flags; fails for a `treeVariant`
+/// other than auto, latency and throughput.
+llvm::FailureOr<TreeKernelOptions>
+parseTreeKernelOptions(bool cpuTwin, llvm::StringRef treeVariant, bool staging);
 
 /// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to their kernels'
-/// launches (or, with `cpuTwin`, to the kernels' CPU twins): both variants,
-/// chosen by batch size, for `treeVariant` "auto"; only the one named by
-/// "latency" or "throughput". Fails for any other `treeVariant`. Without
-/// `staging`, no kernel stages rows in shared memory.
-llvm::LogicalResult
-populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns, bool cpuTwin,
-                             llvm::StringRef treeVariant, bool staging);
+/// launches (or to the kernels' CPU twins).
+void populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns,
+                                  const TreeKernelOptions &options);
 
 /// Why the tree op `op` has no GPU kernel, or "" when it has one.
 std::string whyTreeOpHasNoGPUKernel(mlir::Operation *op);
+
+/// The strategies of the kernels `op` gets (latency first), with
+/// `fusedRowBytesPerToken` of shared memory per token for a fused
+/// sublayer's rows; failure, with the reason, when no kernel fits.
+llvm::FailureOr<llvm::SmallVector<TreeStrategy>>
+treeStrategiesFor(mlir::Operation *op, const TreeKernelOptions &options,
+                  int64_t fusedRowBytesPerToken, std::string &whyNot);
+
+/// Fills `p`'s weights, activation and shape from the tree op `op`, whose
+/// operands have the host values `operands` (tensors); x, y and the row
+/// count are the caller's.
+void describeTreeWeights(mlir::ImplicitLocOpBuilder &b, mlir::Operation *op,
+                         mlir::ValueRange operands, TreeProblem &p);
+
+/// Runs `emit` for the one strategy, or for both under a branch on `rows`
+/// with `builder` inside each side: the latency kernel for batches of up to
+/// kTreeLatencyBoundTokens, the throughput kernel for larger ones.
+void emitByBatchSize(mlir::OpBuilder &builder, mlir::Location loc,
+                     mlir::Value rows,
+                     llvm::ArrayRef<TreeStrategy> strategies,
+                     llvm::function_ref<void(const TreeStrategy &)> emit);
 
 /// The name of `op`'s kernel with `strategy` for `host`, e.g.
 /// tree_ffn_bf16_768x768_depth11_latency.

@@ -189,11 +189,12 @@ private:
     return arith::MulIOp::create(b, chunk, index(vectorWidth));
   }
   Value inputVector(Value chunk) {
-    return loadVector(p.input, tokenRow(), column(chunk, s.in.vectorWidth),
+    return loadVector(p.input, inputRow(), column(chunk, s.in.vectorWidth),
                       s.in.vectorWidth);
   }
-  /// The row of x and y that holds this token's.
-  Value tokenRow() const { return p.rowsInSlots ? slot : token; }
+  /// The rows of x and y that hold this token's.
+  Value inputRow() const { return p.inputInSlots ? slot : token; }
+  Value outputRow() const { return p.outputInSlots ? slot : token; }
   Value zeros(int64_t width) {
     return arith::ConstantOp::create(
         b, DenseElementsAttr::get(VectorType::get({width}, b.getF32Type()),
@@ -462,7 +463,7 @@ private:
     inside(loop.getRegion(), [&] {
       Value d = loop.getInductionVar();
       Value x =
-          widen(memref::LoadOp::create(b, p.input, ValueRange{tokenRow(), d}));
+          widen(memref::LoadOp::create(b, p.input, ValueRange{inputRow(), d}));
       Value row =
           loadVector(p.hiddenWeights, arith::AddIOp::create(b, firstRow, d),
                      index(0), p.hiddenWidth);
@@ -572,7 +573,7 @@ private:
         y = arith::TruncFOp::create(b, VectorType::get({width}, p.elementType),
                                     y);
       auto store = [&] {
-        vector::StoreOp::create(b, y, p.output, ValueRange{tokenRow(), col},
+        vector::StoreOp::create(b, y, p.output, ValueRange{outputRow(), col},
                                 /*nontemporal=*/false,
                                 vectorAlignment(p.elementType, width));
       };

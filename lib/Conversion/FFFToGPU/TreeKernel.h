@@ -31,7 +31,7 @@
 namespace fff {
 
 /// Code a fused kernel runs around each token's walk, given the builder,
-/// the token, its slot (see TreeProblem::rowsInSlots) and, on the GPU,
+/// the token, its slot (see TreeProblem::inputInSlots) and, on the GPU,
 /// this thread's lane (null in the twin, where the hook runs every lane
 /// itself).
 struct TreeTokenHooks {
@@ -62,11 +62,12 @@ struct TreeProblem {
 
   std::optional<int64_t> staticInWidth, staticOutWidth;
 
-  /// For a fused kernel (SublayerToGPU.cpp): x and y are rows of per-slot
-  /// buffers ([slots, width], the slot being the token's warp in its block
-  /// on the GPU, 0 in the twin) that the hooks fill and drain around each
-  /// token, rather than rows of [B, width] matrices indexed by token.
-  bool rowsInSlots = false;
+  /// For a fused kernel (SublayerToGPU.cpp): x, or y, is a row of a
+  /// per-slot buffer ([slots, width], the slot being the token's warp in
+  /// its block on the GPU, 0 in the twin) that the hooks fill or drain
+  /// around each token, rather than a row of a [B, width] matrix indexed by
+  /// token.
+  bool inputInSlots = false, outputInSlots = false;
   TreeTokenHooks hooks;
 };
 

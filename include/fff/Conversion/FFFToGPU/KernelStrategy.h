@@ -68,6 +68,11 @@ struct NormStrategy {
 NormStrategy selectNormStrategy(std::optional<int64_t> rowSize,
                                 mlir::Type elementType);
 
+/// The strategy for one warp normalizing a row of `rowSize` elements inside
+/// another kernel (a fused sublayer's): the row in registers when it fits,
+/// else looped; 16-byte loads where the size allows.
+NormStrategy selectWarpNormStrategy(int64_t rowSize, mlir::Type elementType);
+
 /// What the tree kernels' strategy depends on: an op's static shape.
 struct TreeShape {
   /// Input and output row widths; nullopt when dynamic.
@@ -77,6 +82,9 @@ struct TreeShape {
   int64_t trees, levels;
   /// leaf_tree_ffn's leaf width; 0 for tree_ffn.
   int64_t hiddenWidth;
+  /// Shared memory a fused sublayer kernel keeps per token besides the
+  /// tree's own: its input and output rows (0 for a tree layer alone).
+  int64_t fusedRowBytesPerToken = 0;
 
   bool isLeafMLP() const { return hiddenWidth > 0; }
   /// Rows a token visits and records: trees * levels, or the leaf width.
@@ -141,6 +149,9 @@ struct TreeStrategy {
   bool residentBlocks;
   /// Rows each token records (TreeShape::entriesPerToken).
   int64_t entriesPerToken;
+  /// Shared bytes per token for a fused sublayer's rows
+  /// (TreeShape::fusedRowBytesPerToken).
+  int64_t fusedRowBytesPerToken;
   /// Register budget per thread handed to ptxas (`.maxnreg`).
   int64_t maxRegisters;
 

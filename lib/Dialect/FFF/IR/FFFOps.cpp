@@ -297,6 +297,31 @@ Operation *FusionOp::getNorm() {
   return nullptr;
 }
 
+Operation *FusionOp::getTreeLayer() {
+  for (Operation &op : getBody().front())
+    if (isa<TreeFFNOp, LeafTreeFFNOp>(op))
+      return &op;
+  return nullptr;
+}
+
+/// Whether `to` depends on `from` through ops of `block`.
+static bool dependsOn(Operation *to, Operation *from, Block *block) {
+  SmallVector<Operation *> work{to};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (op == from)
+      return true;
+    if (!seen.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && def->getBlock() == block)
+        work.push_back(def);
+  }
+  return false;
+}
+
 LogicalResult FusionOp::verify() {
   Block &body = getBody().front();
   if (body.getArgumentTypes() != getInputs().getTypes())
@@ -306,10 +331,14 @@ LogicalResult FusionOp::verify() {
     return emitOpError("yields ")
            << yield.getValues().getTypes() << " but its results are "
            << getResultTypes();
-  unsigned norms = 0;
+  unsigned norms = 0, trees = 0;
   for (Operation &op : body.without_terminator()) {
     if (isa<LayerNormOp, RMSNormOp>(op)) {
       ++norms;
+      continue;
+    }
+    if (isa<TreeFFNOp, LeafTreeFFNOp>(op)) {
+      ++trees;
       continue;
     }
     if (isa_and_present<FFFDialect>(op.getDialect()))
@@ -318,6 +347,13 @@ LogicalResult FusionOp::verify() {
   if (norms != 1)
     return emitOpError("must contain exactly one layer_norm or rms_norm, found ")
            << norms;
+  if (trees > 1)
+    return emitOpError("may contain at most one tree layer, found ") << trees;
+  // A sublayer: one of the two feeds the other.
+  if (Operation *tree = getTreeLayer(); tree &&
+      !dependsOn(tree, getNorm(), &body) && !dependsOn(getNorm(), tree, &body))
+    return emitOpError("holds a tree layer and a norm neither of which "
+                       "reads the other");
   return success();
 }
 

@@ -37,21 +37,44 @@ bool isElementwiseOver(Operation *op, ArrayRef<int64_t> shape) {
 /// The ops of one unit, in block order.
 using Unit = llvm::SetVector<Operation *>;
 
-Unit collectUnit(Operation *norm) {
+/// The shape of an op's first result, or {} if it is not a ranked tensor.
+ArrayRef<int64_t> resultShape(Operation *op) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return type ? type.getShape() : ArrayRef<int64_t>();
+}
+
+/// A unit grown from its fff ops (`seeds`: a norm, and maybe a tree layer
+/// it reads or that reads it): the elementwise op producing each seed's
+/// first operand (a residual add), every later elementwise op that consumes
+/// a unit value over one of the seeds' row shapes, and the pointwise side
+/// computations only the unit uses.
+Unit collectUnit(ArrayRef<Operation *> seeds) {
   Unit unit;
-  auto shape = cast<RankedTensorType>(norm->getResult(0).getType()).getShape();
-  Operation *prologue = norm->getOperand(0).getDefiningOp();
-  if (prologue && prologue->getBlock() == norm->getBlock() &&
-      isElementwiseOver(prologue, shape))
-    unit.insert(prologue);
-  unit.insert(norm);
-  for (Operation *op = norm->getNextNode(); op; op = op->getNextNode()) {
+  Block *block = seeds.front()->getBlock();
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Operation *seed : seeds)
+    shapes.push_back(resultShape(seed));
+  auto isRowwise = [&](Operation *op) {
+    return llvm::any_of(shapes, [&](ArrayRef<int64_t> shape) {
+      return isElementwiseOver(op, shape);
+    });
+  };
+  for (Operation *seed : seeds) {
+    Operation *prologue = seed->getOperand(0).getDefiningOp();
+    if (prologue && prologue->getBlock() == block &&
+        isElementwiseOver(prologue, resultShape(seed)))
+      unit.insert(prologue);
+    unit.insert(seed);
+  }
+  Operation *first = *llvm::min_element(
+      seeds, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *op = first->getNextNode(); op; op = op->getNextNode()) {
     bool consumesUnit = llvm::any_of(op->getOperands(), [&](Value v) {
       return v.getDefiningOp() && unit.contains(v.getDefiningOp());
     });
     // Its other operands are defined before it, so before the fusion that
     // replaces the unit at its last op; formFusion checks the uses.
-    if (consumesUnit && isElementwiseOver(op, shape))
+    if (consumesUnit && isRowwise(op))
       unit.insert(op);
   }
   // Pointwise side computations that only the unit uses, such as the
@@ -62,8 +85,8 @@ Unit collectUnit(Operation *norm) {
     for (Operation *op : snapshot) {
       for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
-        if (!def || unit.contains(def) || def->getBlock() != norm->getBlock() ||
-            !isElementwiseOver(def, shape) ||
+        if (!def || unit.contains(def) || def->getBlock() != block ||
+            !isRowwise(def) ||
             !llvm::all_of(def->getUsers(),
                           [&](Operation *user) { return unit.contains(user); }))
           continue;
@@ -114,20 +137,21 @@ bool usedBeforeEnd(const Unit &unit) {
 }
 
 /// Drops epilogue ops from the end of the unit until no outside op needs a
-/// unit value before the fusion is placed; false if even the norm and its
-/// prologue cannot be.
-bool trimToFormable(Unit &unit, Operation *norm) {
+/// unit value before the fusion is placed; false if even the seeds (the fff
+/// ops) and their prologues cannot be.
+bool trimToFormable(Unit &unit, ArrayRef<Operation *> seeds) {
   while (usedBeforeEnd(unit)) {
-    if (unit.back() == norm)
+    if (llvm::is_contained(seeds, unit.back()))
       return false;
     unit.pop_back();
   }
   return true;
 }
 
-/// Replaces the unit by an fff.fusion placed where its last op was.
-LogicalResult formFusion(Unit unit, Operation *norm) {
-  if (!trimToFormable(unit, norm) || unit.size() == 1)
+/// Replaces the unit by an fff.fusion placed where its last op was; fails
+/// (changing nothing) if the unit cannot be placed anywhere.
+LogicalResult formFusion(Unit unit, ArrayRef<Operation *> seeds) {
+  if (!trimToFormable(unit, seeds) || unit.size() == 1)
     return failure(); // a norm alone is its own unit already
   Operation *last = unit.back();
   SmallVector<Value> escaping = escapingValues(unit);
@@ -178,15 +202,72 @@ LogicalResult formFusion(Unit unit, Operation *norm) {
   return success();
 }
 
+/// The norm that reads `tree`'s result through elementwise ops (a residual
+/// add), for a post-LN sublayer; null if none does within a few steps.
+Operation *normReadingTree(Operation *tree) {
+  ArrayRef<int64_t> shape = resultShape(tree);
+  SmallVector<Value> frontier{tree->getResult(0)};
+  for (int step = 0; step < 4 && !frontier.empty(); ++step) {
+    SmallVector<Value> next;
+    for (Value value : frontier)
+      for (Operation *user : value.getUsers()) {
+        if (user->getBlock() != tree->getBlock())
+          continue;
+        if (isa<LayerNormOp, RMSNormOp>(user) && user->getOperand(0) == value)
+          return user;
+        if (isElementwiseOver(user, shape))
+          next.push_back(user->getResult(0));
+      }
+    frontier = std::move(next);
+  }
+  return nullptr;
+}
+
+/// Forms the unit of a transformer's FFN sublayer around `tree`: with the
+/// norm whose result it reads (pre-LN) or that reads its result (post-LN),
+/// and the pointwise work around them. Says why in a remark when a norm is
+/// there but the unit cannot be formed.
+void formSublayer(Operation *tree) {
+  Operation *norm = tree->getOperand(0).getDefiningOp();
+  bool normFirst = norm && isa<LayerNormOp, RMSNormOp>(norm);
+  if (!normFirst)
+    norm = normReadingTree(tree);
+  if (!norm || norm->getParentOfType<FusionOp>())
+    return;
+  StringRef name = norm->getName().stripDialect();
+  if (norm->getBlock() != tree->getBlock()) {
+    tree->emitRemark("not fused with the ")
+        << name << " " << (normFirst ? "before" : "after")
+        << " it: they are in different blocks";
+    return;
+  }
+  SmallVector<Operation *> seeds{norm, tree};
+  if (!normFirst)
+    std::swap(seeds[0], seeds[1]);
+  if (failed(formFusion(collectUnit(seeds), seeds)))
+    tree->emitRemark("not fused with the ")
+        << name << " " << (normFirst ? "before" : "after")
+        << " it: an op outside the unit needs one of its values between "
+           "the two";
+}
+
 struct FuseNormsPass : fff::impl::FuseNormsBase<FuseNormsPass> {
   void runOnOperation() override {
+    // Whole sublayers first, then the norms left.
+    SmallVector<Operation *> trees;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<TreeFFNOp, LeafTreeFFNOp>(op) && !op->getParentOfType<FusionOp>())
+        trees.push_back(op);
+    });
+    for (Operation *tree : trees)
+      formSublayer(tree);
     SmallVector<Operation *> norms;
     getOperation()->walk([&](Operation *op) {
       if (isa<LayerNormOp, RMSNormOp>(op) && !op->getParentOfType<FusionOp>())
         norms.push_back(op);
     });
     for (Operation *norm : norms)
-      (void)formFusion(collectUnit(norm), norm);
+      (void)formFusion(collectUnit({norm}), {norm});
   }
 };
 

@@ -274,13 +274,22 @@ def FFF_LeafTreeFFNOp : FFF_Op<"leaf_tree_ffn", [
 def FFF_FusionOp : FFF_Op<"fusion", [
     IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">,
     RecursiveMemoryEffects]> {
-  let summary = "One fused unit: a norm with the pointwise work around it";
+  let summary = "One fused unit: a norm, maybe a tree layer, and the "
+                "pointwise work around them";
   let description = [{
     Groups a normalization with the elementwise ops that feed it (such as a
     residual add) and consume it (bias, scale/shift, activation, casts, a
     multiply by another tensor) into one unit that the GPU lowering turns
     into one kernel, as torch.compile fuses them. `fff-fuse-norms` forms
     these units; the CPU pipeline runs their bodies as written.
+
+    A unit may also hold one tree layer (`fff.tree_ffn` or
+    `fff.leaf_tree_ffn`) next to its norm: a transformer's whole FFN
+    sublayer, pre-LN (`h + tree(norm(h))`: the tree reads the norm's
+    result) or post-LN (`norm(h + tree(h))`: the norm reads, through
+    pointwise ops, the tree's). Its kernel normalizes each token's row in
+    the warp that then walks the tree for it, and applies the residual as
+    it writes the output.
 
     The body is isolated from above: its block arguments are the `inputs`,
     in order, and `fff.yield` returns the unit's results (every value the
@@ -310,6 +319,8 @@ def FFF_FusionOp : FFF_Op<"fusion", [
   let extraClassDeclaration = [{
     /// The one normalization in the unit.
     ::mlir::Operation *getNorm();
+    /// The unit's tree layer, or null.
+    ::mlir::Operation *getTreeLayer();
   }];
 
   let hasVerifier = 1;
