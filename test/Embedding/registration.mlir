@@ -3,6 +3,7 @@
 // --fff-extract-ptx exactly as fff-opt, which registers all of MLIR, does.
 // (Before, such a tool failed with "op was not bufferized" in both
 // pipelines.) The GPU output differs only in how long PTX generation took.
+// @pre_ln_ffn is one fused sublayer kernel (two variants, by batch size).
 //
 // RUN: fff-minimal-driver opt %s --fff-cpu-pipeline > %t.minimal.cpu
 // RUN: fff-opt %s --fff-cpu-pipeline > %t.full.cpu
@@ -14,7 +15,7 @@
 // RUN: fff-opt %s --fff-gpu-pipeline | sed -e 's/LLVMIRToISATimeInMs = [0-9]*/LLVMIRToISATimeInMs = 0/' > %t.full.gpu
 // RUN: diff %t.minimal.gpu %t.full.gpu
 // RUN: fff-minimal-driver translate --fff-extract-ptx %t.minimal.gpu | FileCheck %s
-// CHECK-COUNT-6: .entry
+// CHECK-COUNT-5: .entry
 
 func.func @pre_ln_ffn(%x: tensor<?x96xbf16>, %r: tensor<?x96xbf16>, %g: tensor<96xbf16>,
                       %wi: tensor<1x15x96xbf16>, %wo: tensor<1x15x96xbf16>) -> tensor<?x96xbf16> {

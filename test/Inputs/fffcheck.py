@@ -138,3 +138,30 @@ ACTIVATIONS = {
     "silu": lambda v: v / (1.0 + np.exp(-v)),
     "identity": lambda v: v,
 }
+
+
+# Tree layers in float64, a token and a node at a time, from the ops'
+# definitions (docs/Dialect).
+def tree_ffn_ref(x, wi, bi, wo, bo, depth, activation):
+    act = ACTIVATIONS[activation]
+    y = np.tile(bo, (x.shape[0], 1)).astype(np.float64)
+    for row in range(x.shape[0]):
+        for tree in range(wi.shape[0]):
+            node = 0
+            for _ in range(depth + 1):
+                logit = x[row] @ wi[tree, node] + bi[tree, node]
+                y[row] += act(logit) * wo[tree, node]
+                node = 2 * node + 1 + (1 if logit > 0 else 0)
+    return y
+
+
+def leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation):
+    act = ACTIVATIONS[activation]
+    y = np.zeros((x.shape[0], w2.shape[2]))
+    for row in range(x.shape[0]):
+        node = 0
+        for _ in range(depth):
+            node = 2 * node + 1 + (1 if x[row] @ nw[node] + nb[node] >= 0 else 0)
+        leaf = node - (2 ** depth - 1)
+        y[row] = act(x[row] @ w1[leaf] + b1[leaf]) @ w2[leaf] + b2[leaf]
+    return y

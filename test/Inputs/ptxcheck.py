@@ -40,6 +40,14 @@ def registers(report):
     return found.group(1) if found else "?"
 
 
+def resource_line(name, report, width=66):
+    """One printed line of a kernel's registers, shared memory and spills."""
+    smem = re.search(r"(\d+) bytes smem", report)
+    spilled = spills(report)
+    return (f"{name:<{width}} {registers(report):>3} registers {smem.group(1) if smem else 0:>6} bytes smem  "
+            f"{'no spills' if spilled == (0, 0, 0) else 'SPILLS'}")
+
+
 class Checks:
     def __init__(self):
         self.failures, self.count = [], 0

@@ -43,13 +43,14 @@ func.func @block(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x64xf32
   return %y : tensor<?x64xf32>
 }
 
-// The example block: both norms fused with their residual adds, both tree
-// layers in kernels.
+// The example block: each sublayer, norm -> tree layer -> residual add, is
+// one kernel (a latency and a throughput variant, picked by batch size).
 // EXAMPLE-LABEL: llvm.func @pre_ln_block
-// EXAMPLE-DAG:     @fff_kernels::@layer_norm_f32_768_warp_per_row
-// EXAMPLE-DAG:     @fff_kernels::@tree_ffn_f32_768x768_depth11_latency
-// EXAMPLE-DAG:     @fff_kernels::@fused_rms_norm_f32_768_warp_per_row
-// EXAMPLE-DAG:     @fff_kernels::@leaf_tree_ffn_f32_768x768_depth3_latency
+// EXAMPLE-DAG:     @fff_kernels::@fused_layer_norm_tree_ffn_f32_768x768_depth11_latency
+// EXAMPLE-DAG:     @fff_kernels::@fused_layer_norm_tree_ffn_f32_768x768_depth11_throughput
+// EXAMPLE-DAG:     @fff_kernels::@fused_rms_norm_leaf_tree_ffn_f32_768x768_depth3_latency
+// EXAMPLE-DAG:     @fff_kernels::@fused_rms_norm_leaf_tree_ffn_f32_768x768_depth3_throughput
+// EXAMPLE-NOT:     @fff_kernels::@{{.*}}warp_per_row
 // EXAMPLE:       gpu.binary @fff_kernels
 
 // transformers' BERT layer: attention, Linear layers as tiled contractions,

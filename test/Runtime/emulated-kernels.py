@@ -31,7 +31,7 @@ import numpy as np
 
 import emulated
 from emulated import Device, memref
-from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize
+from fffcheck import TOLERANCE, Checker, dequantize, leaf_tree_ffn_ref, quantize, tree_ffn_ref
 
 emulator, aot, work = sys.argv[1:]
 # fff's runtime dlopens this path: the same library instance, whose buffers
@@ -165,31 +165,6 @@ check.close("rms_norm on the caller's stream", dequantize(device.download(y_dev,
 #===------------------------------------------------------------------------===#
 # Tree layers
 #===------------------------------------------------------------------------===#
-
-
-def tree_ffn_ref(x, wi, bi, wo, bo, depth, activation):
-    act = ACTIVATIONS[activation]
-    y = np.tile(bo, (x.shape[0], 1)).astype(np.float64)
-    for row in range(x.shape[0]):
-        for tree in range(wi.shape[0]):
-            node = 0
-            for _ in range(depth + 1):
-                logit = x[row] @ wi[tree, node] + bi[tree, node]
-                y[row] += act(logit) * wo[tree, node]
-                node = 2 * node + 1 + (1 if logit > 0 else 0)
-    return y
-
-
-def leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation):
-    act = ACTIVATIONS[activation]
-    y = np.zeros((x.shape[0], w2.shape[2]))
-    for row in range(x.shape[0]):
-        node = 0
-        for _ in range(depth):
-            node = 2 * node + 1 + (1 if x[row] @ nw[node] + nb[node] >= 0 else 0)
-        leaf = node - (2 ** depth - 1)
-        y[row] = act(x[row] @ w1[leaf] + b1[leaf]) @ w2[leaf] + b2[leaf]
-    return y
 
 
 # (dtype, din, dout, depth, trees, activation)

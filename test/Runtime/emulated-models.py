@@ -19,7 +19,7 @@
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %emulator %fff_src_root %t | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
-# CHECK: kernels run: {{.*}}fused_layer_norm_f32_64_warp_per_row{{.*}}generic_f32_tiled_64x64x16{{.*}}tree_ffn_f32_768x768_depth11_latency
+# CHECK: kernels run: {{.*}}fused_layer_norm_f32_64_warp_per_row{{.*}}fused_layer_norm_tree_ffn_f32_768x768_depth11_latency{{.*}}fused_rms_norm_leaf_tree_ffn_f32_768x768_depth3_latency{{.*}}generic_f32_tiled_64x64x16
 
 import os
 import re

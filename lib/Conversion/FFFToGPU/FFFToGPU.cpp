@@ -12,6 +12,7 @@
 
 #include "LaneEmitter.h"
 #include "NormKernel.h"
+#include "SublayerToGPU.h"
 #include "UnitEvaluator.h"
 #include "TreeFFNToGPU.h"
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
@@ -55,23 +56,6 @@ ReassociationIndices dimRange(int64_t begin, int64_t end) {
 // Fused units: their tensors evaluated one vector at a time
 //===----------------------------------------------------------------------===//
 
-/// A trailing projection (d0, ..., dn) -> (dk, ..., dn): how a per-column
-/// parameter is read.
-bool isTrailingProjection(AffineMap map, int64_t rank) {
-  if (map.getNumDims() != unsigned(rank) ||
-      map.getNumResults() > unsigned(rank))
-    return false;
-  int64_t first = rank - map.getNumResults();
-  for (auto [i, expr] : llvm::enumerate(map.getResults()))
-    if (expr != getAffineDimExpr(first + i, map.getContext()))
-      return false;
-  return true;
-}
-
-bool isScalarConstant(Value value) {
-  return value.getType().isIntOrFloat() && matchPattern(value, m_Constant());
-}
-
 /// Why `unit` cannot become one GPU kernel yet, or "" if it can.
 std::string unsupportedOnGPU(FusionOp unit) {
   Operation *norm = unit.getNorm();
@@ -98,38 +82,9 @@ std::string unsupportedOnGPU(FusionOp unit) {
   for (Operation &op : body.without_terminator()) {
     if (&op == norm)
       continue;
-    if (op.getNumResults() == 1 && isScalarConstant(op.getResult(0)))
-      continue; // used by linalg.generic bodies, as a splat
-    DenseElementsAttr dense;
-    if (matchPattern(&op, m_Constant(&dense))) {
-      if (!dense.isSplat())
-        return "a constant tensor that is not a splat";
-      continue;
-    }
-    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-      for (OpOperand *input : generic.getDpsInputOperands()) {
-        AffineMap map = generic.getMatchingIndexingMap(input);
-        if (!map.isIdentity() && !isTrailingProjection(map, type.getRank()))
-          return "a linalg.generic input that is neither elementwise nor "
-                 "per-column";
-      }
-      if (!generic.getRegionOutputArgs()[0].use_empty())
-        return "a linalg.generic that reads its output";
-      bool closed = true;
-      generic.getBody()->walk([&](Operation *inner) {
-        for (Value operand : inner->getOperands())
-          if (!generic.getRegion().isAncestor(operand.getParentRegion()) &&
-              !isScalarConstant(operand))
-            closed = false;
-      });
-      if (!closed)
-        return "a linalg.generic body that uses a non-constant value from "
-               "outside";
-      continue;
-    }
-    if (!op.hasTrait<OpTrait::Elementwise>() || op.getNumRegions() != 0)
-      return "an op that is not elementwise (" +
-             op.getName().getStringRef().str() + ")";
+    if (std::string whyNot = whyUnitEvaluatorCannotTake(op, type.getRank());
+        !whyNot.empty())
+      return whyNot;
   }
   return "";
 }
@@ -530,26 +485,35 @@ struct ConvertFFFToGPUPass
   using ConvertFFFToGPUBase::ConvertFFFToGPUBase;
 
   void runOnOperation() override {
+    FailureOr<TreeKernelOptions> options =
+        parseTreeKernelOptions(cpuTwin, treeVariant, treeStaging);
+    if (failed(options)) {
+      getOperation().emitError("unknown tree-variant '")
+          << treeVariant << "'; expected auto, latency or throughput";
+      return signalPassFailure();
+    }
+    // Sublayers the fused kernel cannot take run as separate kernels.
+    separateSublayersWithoutKernel(getOperation(), *options);
+
     ConversionTarget target(getContext());
-    // Norms inside a fused unit wait for the unit's own kernel.
+    // fff ops inside a fused unit wait for the unit's own kernel.
     target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>([](Operation *op) {
       return op->getParentOfType<FusionOp>() != nullptr;
     });
     // Units the kernel emitter can evaluate become one kernel; the others
     // stay, and are reported below (or run on the CPU in twin mode). So do
     // tree ops whose shapes no tree kernel takes.
-    target.addDynamicallyLegalOp<FusionOp>(
-        [](FusionOp op) { return !unsupportedOnGPU(op).empty(); });
-    target.addDynamicallyLegalOp<TreeFFNOp, LeafTreeFFNOp>(
-        [](Operation *op) { return !whyTreeOpHasNoGPUKernel(op).empty(); });
+    target.addDynamicallyLegalOp<FusionOp>([](FusionOp op) {
+      return !op.getTreeLayer() && !unsupportedOnGPU(op).empty();
+    });
+    target.addDynamicallyLegalOp<TreeFFNOp, LeafTreeFFNOp>([](Operation *op) {
+      return op->getParentOfType<FusionOp>() ||
+             !whyTreeOpHasNoGPUKernel(op).empty();
+    });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    if (failed(populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant,
-                                        treeStaging))) {
-      getOperation().emitError("unknown tree-variant '")
-          << treeVariant << "'; expected auto, latency or throughput";
-      return signalPassFailure();
-    }
+    (void)populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant,
+                                   treeStaging);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))) ||
         failed(approximateKernelMath(getOperation())))
@@ -581,5 +545,6 @@ LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                           cpuTwin);
   populateTreeOpsToGPUPatterns(patterns, *options);
+  populateSublayerToGPUPatterns(patterns, *options);
   return success();
 }

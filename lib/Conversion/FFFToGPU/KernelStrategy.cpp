@@ -172,7 +172,7 @@ DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("levels_per_step", b.getI64IntegerAttr(levelsPerStep)),
       b.getNamedAttr("staged_levels", b.getI64IntegerAttr(stagedLevels)),
       b.getNamedAttr("tokens_per_block", b.getI64IntegerAttr(tokensPerBlock)),
-      b.getNamedAttr("resident_blocks", b.getBoolAttr(residentBlocks)),
+      b.getNamedAttr("resident_blocks", b.getI64IntegerAttr(residentBlocks)),
       b.getNamedAttr("entries_per_token", b.getI64IntegerAttr(entriesPerToken)),
       b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
   };
@@ -234,12 +234,18 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
   auto tokenBytes = [&](int64_t tokens) {
     return tokens * (entriesPerToken * kRecordBytes + s.fusedRowBytesPerToken);
   };
-  if (tokenBytes(kTreeLatencyTokensPerBlock) > kTreeSharedBytes) {
+  // A fused kernel's rows may leave room for fewer tokens a block than the
+  // variant takes: halve them until they fit.
+  auto fittingTokens = [&](int64_t tokens) {
+    while (tokens > 1 && tokenBytes(tokens) > kTreeSharedBytes)
+      tokens /= 2;
+    return tokens;
+  };
+  if (tokenBytes(1) > kTreeSharedBytes) {
     whyNot = "rows too wide for a fused sublayer kernel to keep in shared "
              "memory (" +
-             std::to_string(tokenBytes(kTreeLatencyTokensPerBlock)) +
-             " bytes for " + std::to_string(kTreeLatencyTokensPerBlock) +
-             " tokens)";
+             std::to_string(tokenBytes(1)) + " bytes for one token, over " +
+             std::to_string(kTreeSharedBytes) + ")";
     return failure();
   }
   s.levelsPerStep = variant == TreeStrategy::Variant::Latency ? 2 : 1;
@@ -267,17 +273,16 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
 
   if (variant == TreeStrategy::Variant::Latency) {
     s.stagedLevels = 0;
-    s.tokensPerBlock = kTreeLatencyTokensPerBlock;
-    s.residentBlocks = false;
+    s.tokensPerBlock = fittingTokens(kTreeLatencyTokensPerBlock);
+    s.residentBlocks = 0;
     return s;
   }
-  s.residentBlocks = true;
-  s.tokensPerBlock =
+  s.tokensPerBlock = fittingTokens(
       entriesPerToken * kTreeThroughputTokensPerBlock * kRecordBytes <=
-                  kTreeEntryBytes &&
-              tokenBytes(kTreeThroughputTokensPerBlock) <= kTreeSharedBytes
+              kTreeEntryBytes
           ? kTreeThroughputTokensPerBlock
-          : kTreeLatencyTokensPerBlock;
+          : kTreeLatencyTokensPerBlock);
+  s.residentBlocks = kTreeResidentWarps / s.tokensPerBlock;
   s.stagedLevels =
       staging ? levelsToStage(shape, kTreeSharedBytes -
                                          tokenBytes(s.tokensPerBlock))

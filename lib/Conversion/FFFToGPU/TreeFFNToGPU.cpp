@@ -145,55 +145,6 @@ std::string fff::treeKernelName(Operation *op, const TreeStrategy &strategy,
 
 namespace {
 
-/// Builds the kernel for `host` with `strategy` and launches it, or emits
-/// its twin.
-void buildTreeKernel(RewriterBase &rewriter, Operation *op,
-                     const TreeStrategy &strategy, const TreeProblem &host,
-                     bool cpuTwin) {
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  if (cpuTwin) {
-    Operation *twin = emitTreeTwin(b, strategy, host);
-    twin->setAttr(kGPUTwinAttrName, b.getUnitAttr());
-    return;
-  }
-
-  TreeProblem inKernel = host;
-  KernelParameters parameters(
-      {&inKernel.input, &inKernel.routeWeights, &inKernel.routeBias,
-       &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
-       &inKernel.outBias, &inKernel.output, &inKernel.rows, &inKernel.inWidth,
-       &inKernel.outWidth});
-
-  KernelSpec spec;
-  spec.name = treeKernelName(op, strategy, host);
-  spec.threadsPerBlock = strategy.threadsPerBlock();
-  spec.maxRegisters = strategy.maxRegisters;
-  spec.strategy = strategy.toAttr(rewriter.getContext());
-  spec.workgroupBuffers =
-      treeSharedBuffers(rewriter.getContext(), strategy, host);
-  gpu::GPUFuncOp kernel =
-      createKernel(rewriter, op, spec, parameters.operands());
-  parameters.bind(kernel);
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(&kernel.front());
-    ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
-    emitTreeKernel(kb, strategy, inKernel,
-                   gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
-                   gpu::BlockIdOp::create(kb, gpu::Dimension::x),
-                   gpu::GridDimOp::create(kb, gpu::Dimension::x),
-                   kernel.getWorkgroupAttributions());
-    gpu::ReturnOp::create(kb);
-  }
-  Value blocks = arith::CeilDivUIOp::create(
-      b, host.rows, arith::ConstantIndexOp::create(b, strategy.tokensPerBlock));
-  if (strategy.residentBlocks)
-    blocks = arith::MinUIOp::create(
-        b, blocks, arith::ConstantIndexOp::create(b, kTreeResidentBlocks));
-  launchKernel(b, kernel, blocks, strategy.threadsPerBlock(),
-               parameters.operands());
-}
-
 /// Allocates the output of `op` for `p` reading `input`.
 Value allocateOutput(ImplicitLocOpBuilder &b, TreeProblem &p, Operation *op,
                      Value input) {
@@ -242,6 +193,78 @@ template <typename Op> struct TreeToGPUPattern : OpConversionPattern<Op> {
 };
 
 } // namespace
+
+void fff::buildTreeKernel(RewriterBase &rewriter, Operation *op,
+                          const TreeStrategy &strategy, const TreeProblem &host,
+                          bool cpuTwin, const TreeKernelExtension *extension) {
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  if (cpuTwin) {
+    TreeProblem p = host;
+    if (extension) {
+      // The twin runs one token at a time, in slot 0 of host copies of the
+      // shared buffers.
+      SmallVector<Value> buffers;
+      for (Type type : extension->sharedBuffers) {
+        auto shared = cast<MemRefType>(type);
+        SmallVector<int64_t> shape(shared.getShape());
+        shape[0] = 1;
+        buffers.push_back(memref::AllocaOp::create(
+            b, MemRefType::get(shape, shared.getElementType()),
+            b.getI64IntegerAttr(16)));
+      }
+      extension->complete(p, buffers);
+    }
+    Operation *twin = emitTreeTwin(b, strategy, p);
+    twin->setAttr(kGPUTwinAttrName, b.getUnitAttr());
+    return;
+  }
+
+  TreeProblem inKernel = host;
+  SmallVector<Value *> fields{
+      &inKernel.input,      &inKernel.routeWeights, &inKernel.routeBias,
+      &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
+      &inKernel.outBias,    &inKernel.output,       &inKernel.rows,
+      &inKernel.inWidth,    &inKernel.outWidth};
+  if (extension)
+    llvm::append_range(fields, extension->parameters);
+  KernelParameters parameters(fields);
+
+  KernelSpec spec;
+  spec.name = extension ? extension->name : treeKernelName(op, strategy, host);
+  spec.threadsPerBlock = strategy.threadsPerBlock();
+  spec.maxRegisters = strategy.maxRegisters;
+  spec.strategy = strategy.toAttr(rewriter.getContext());
+  spec.workgroupBuffers =
+      treeSharedBuffers(rewriter.getContext(), strategy, host);
+  size_t treeBuffers = spec.workgroupBuffers.size();
+  if (extension)
+    llvm::append_range(spec.workgroupBuffers, extension->sharedBuffers);
+  gpu::GPUFuncOp kernel =
+      createKernel(rewriter, op, spec, parameters.operands());
+  parameters.bind(kernel);
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&kernel.front());
+    ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
+    ArrayRef<BlockArgument> shared = kernel.getWorkgroupAttributions();
+    if (extension)
+      extension->complete(
+          inKernel, llvm::to_vector_of<Value>(shared.drop_front(treeBuffers)));
+    emitTreeKernel(kb, strategy, inKernel,
+                   gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
+                   gpu::BlockIdOp::create(kb, gpu::Dimension::x),
+                   gpu::GridDimOp::create(kb, gpu::Dimension::x),
+                   shared.take_front(treeBuffers));
+    gpu::ReturnOp::create(kb);
+  }
+  Value blocks = arith::CeilDivUIOp::create(
+      b, host.rows, arith::ConstantIndexOp::create(b, strategy.tokensPerBlock));
+  if (strategy.residentBlocks)
+    blocks = arith::MinUIOp::create(
+        b, blocks, arith::ConstantIndexOp::create(b, strategy.residentBlocks));
+  launchKernel(b, kernel, blocks, strategy.threadsPerBlock(),
+               parameters.operands());
+}
 
 void fff::describeTreeWeights(ImplicitLocOpBuilder &b, Operation *op,
                               ValueRange operands, TreeProblem &p) {

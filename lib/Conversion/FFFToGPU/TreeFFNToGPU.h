@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/LogicalResult.h"
 
+#include <functional>
 #include <string>
 
 namespace fff {
@@ -54,6 +55,27 @@ void emitByBatchSize(mlir::OpBuilder &builder, mlir::Location loc,
                      mlir::Value rows,
                      llvm::ArrayRef<TreeStrategy> strategies,
                      llvm::function_ref<void(const TreeStrategy &)> emit);
+
+/// What a kernel built around the tree kernel (a fused sublayer's) adds to
+/// it: its name, shared buffers after the tree's, parameters beyond the
+/// tree's (rebound to the kernel's arguments), and `complete`, which
+/// finishes the problem (its rows, its hooks) once those are the kernel's;
+/// in the twin, given host copies of the shared buffers.
+struct TreeKernelExtension {
+  std::string name;
+  llvm::SmallVector<mlir::Type> sharedBuffers;
+  llvm::SmallVector<mlir::Value *> parameters;
+  std::function<void(TreeProblem &, llvm::ArrayRef<mlir::Value> shared)>
+      complete;
+};
+
+/// Builds the kernel of the tree op (or unit) `op` for `host` with
+/// `strategy`, with `extension` if given, and launches it over the tokens;
+/// or, with `cpuTwin`, emits its twin.
+void buildTreeKernel(mlir::RewriterBase &rewriter, mlir::Operation *op,
+                     const TreeStrategy &strategy, const TreeProblem &host,
+                     bool cpuTwin,
+                     const TreeKernelExtension *extension = nullptr);
 
 /// The name of `op`'s kernel with `strategy` for `host`, e.g.
 /// tree_ffn_bf16_768x768_depth11_latency.

@@ -96,3 +96,57 @@ Operation *UnitVectorEvaluator::cloneVectorized(Operation &op,
     result.setType(vectorOf(result.getType()));
   return clone;
 }
+
+namespace {
+
+/// A trailing projection (d0, ..., dn) -> (dk, ..., dn): how a per-column
+/// parameter is read.
+bool isTrailingProjection(AffineMap map, int64_t rank) {
+  if (map.getNumDims() != unsigned(rank) ||
+      map.getNumResults() > unsigned(rank))
+    return false;
+  int64_t first = rank - map.getNumResults();
+  for (auto [i, expr] : llvm::enumerate(map.getResults()))
+    if (expr != getAffineDimExpr(first + i, map.getContext()))
+      return false;
+  return true;
+}
+
+bool isScalarConstant(Value value) {
+  return value.getType().isIntOrFloat() && matchPattern(value, m_Constant());
+}
+
+} // namespace
+
+std::string fff::whyUnitEvaluatorCannotTake(Operation &op, int64_t rank) {
+  if (op.getNumResults() == 1 && isScalarConstant(op.getResult(0)))
+    return ""; // used by linalg.generic bodies, as a splat
+  DenseElementsAttr dense;
+  if (matchPattern(&op, m_Constant(&dense)))
+    return dense.isSplat() ? "" : "a constant tensor that is not a splat";
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      AffineMap map = generic.getMatchingIndexingMap(input);
+      if (!map.isIdentity() && !isTrailingProjection(map, rank))
+        return "a linalg.generic input that is neither elementwise nor "
+               "per-column";
+    }
+    if (!generic.getRegionOutputArgs()[0].use_empty())
+      return "a linalg.generic that reads its output";
+    bool closed = true;
+    generic.getBody()->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (!generic.getRegion().isAncestor(operand.getParentRegion()) &&
+            !isScalarConstant(operand))
+          closed = false;
+    });
+    if (!closed)
+      return "a linalg.generic body that uses a non-constant value from "
+             "outside";
+    return "";
+  }
+  if (!op.hasTrait<OpTrait::Elementwise>() || op.getNumRegions() != 0)
+    return "an op that is not elementwise (" +
+           op.getName().getStringRef().str() + ")";
+  return "";
+}

@@ -55,6 +55,12 @@ private:
   llvm::DenseMap<mlir::Value, mlir::Value> values;
 };
 
+/// Why the evaluator cannot take `op`, a pointwise op of a unit whose rows
+/// have rank `rank`, or "" when it can: elementwise ops, linalg.generic
+/// reading each input elementwise or per column, scalar and splat
+/// constants.
+std::string whyUnitEvaluatorCannotTake(mlir::Operation &op, int64_t rank);
+
 } // namespace fff
 
 #endif // FFF_LIB_CONVERSION_FFFTOGPU_UNITEVALUATOR_H

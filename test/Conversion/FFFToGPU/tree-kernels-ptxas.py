@@ -19,7 +19,7 @@
 import re
 import sys
 
-from ptxcheck import Checks, compile_and_assemble, registers, spills
+from ptxcheck import Checks, compile_and_assemble, resource_line, spills
 
 fff_opt, fff_translate, ptxas = sys.argv[1:]
 BYTES = {"f32": 4, "f16": 2, "bf16": 2}
@@ -105,11 +105,9 @@ for prefix, dtype, din, dout in expected:
         if dout * BYTES[dtype] % 16 == 0:
             check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
         spilled = spills(report)
-        smem = re.search(r"(\d+) bytes smem", report)
         check(spilled is not None, f"{name}: no resource report")
         if max(din or 0, dout) <= 4096:
             check(spilled == (0, 0, 0), f"{name}: spills or stack: {report}")
-        print(f"{name:<62} {registers(report):>3} registers {smem.group(1) if smem else 0:>6} bytes smem  "
-              f"{'no spills' if spilled == (0, 0, 0) else 'SPILLS'}")
+        print(resource_line(name, report, width=62))
 
 checks.finish()

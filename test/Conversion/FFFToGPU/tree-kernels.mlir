@@ -28,7 +28,7 @@
 // to unroll.
 // CHECK:       gpu.func @tree_ffn_bf16_768x768_depth11_latency
 // CHECK-SAME:    workgroup(%[[COEF:.*]] : memref<4x12xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<4x12xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
-// CHECK-SAME:    fff.strategy = {entries_per_token = 12 : i64, in = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, input_in_registers = true, kind = "warp_per_token", levels_per_step = 2 : i64, max_registers = 128 : i64, out = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, resident_blocks = false, staged_levels = 0 : i64, tokens_per_block = 4 : i64, unroll_entries = true, variant = "latency"}
+// CHECK-SAME:    fff.strategy = {entries_per_token = 12 : i64, in = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, input_in_registers = true, kind = "warp_per_token", levels_per_step = 2 : i64, max_registers = 128 : i64, out = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 3 : i64}, resident_blocks = 0 : i64, staged_levels = 0 : i64, tokens_per_block = 4 : i64, unroll_entries = true, variant = "latency"}
 // CHECK-SAME:    known_block_size = array<i32: 128, 1, 1>, nvvm.maxnreg = 128 : i32
 // CHECK-COUNT-3: vector.load %arg0{{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
 // CHECK:         scf.for
@@ -60,7 +60,7 @@
 // CHECK:       gpu.func @tree_ffn_bf16_768x768_depth11_throughput
 // CHECK-SAME:    workgroup({{.*}} : memref<8x12xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, {{.*}} : memref<8x12xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[STAGED_IN:[^ ]*]] : memref<15x768xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[STAGED_OUT:[^ ]*]] : memref<15x768xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME:    levels_per_step = 1 : i64
-// CHECK-SAME:    resident_blocks = true, staged_levels = 4 : i64, tokens_per_block = 8 : i64, unroll_entries = true, variant = "throughput"
+// CHECK-SAME:    resident_blocks = 264 : i64, staged_levels = 4 : i64, tokens_per_block = 8 : i64, unroll_entries = true, variant = "throughput"
 // CHECK:         scf.for %{{.*}} = %thread_id_x to %c1440 step %c256
 // CHECK:           vector.store %{{.*}}, %[[STAGED_IN]]
 // CHECK:         scf.for %{{.*}} = %thread_id_x to %c1440 step %c256

@@ -507,13 +507,45 @@ func.func @fusion_block_arguments(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-func.func @fusion_with_tree(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
+func.func @fusion_two_trees(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op may contain at most one tree layer, found 2}}
   %0 = fff.fusion ins(%x, %w : tensor<4x8xf32>, tensor<1x3x8xf32>) {
   ^bb0(%a: tensor<4x8xf32>, %b: tensor<1x3x8xf32>):
     %n = fff.rms_norm %a : tensor<4x8xf32>
-    // expected-error @+1 {{'fff.tree_ffn' op cannot be part of a fused norm unit}}
     %t = fff.tree_ffn %n, %b, %b {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
-    fff.yield %t : tensor<4x8xf32>
+    %u = fff.tree_ffn %t, %b, %b {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+    fff.yield %u : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_unrelated_tree(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op holds a tree layer and a norm neither of which reads the other}}
+  %0 = fff.fusion ins(%x, %w : tensor<4x8xf32>, tensor<1x3x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<1x3x8xf32>):
+    %n = fff.rms_norm %a : tensor<4x8xf32>
+    %t = fff.tree_ffn %a, %b, %b {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+    %s = arith.addf %n, %t : tensor<4x8xf32>
+    fff.yield %s : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_nested(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %n = fff.rms_norm %a : tensor<4x8xf32>
+    // expected-error @+1 {{'fff.fusion' op cannot be part of a fused norm unit}}
+    %m = fff.fusion ins(%n : tensor<4x8xf32>) {
+    ^bb0(%b: tensor<4x8xf32>):
+      %r = fff.rms_norm %b : tensor<4x8xf32>
+      fff.yield %r : tensor<4x8xf32>
+    } -> tensor<4x8xf32>
+    fff.yield %m : tensor<4x8xf32>
   } -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }

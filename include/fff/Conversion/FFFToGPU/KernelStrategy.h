@@ -144,9 +144,9 @@ struct TreeStrategy {
   int64_t stagedLevels;
   /// Tokens (warps) per block.
   int64_t tokensPerBlock;
-  /// Whether blocks loop over tokens (a grid of at most
-  /// kTreeResidentBlocks) rather than take `tokensPerBlock` tokens each.
-  bool residentBlocks;
+  /// 0: each block takes `tokensPerBlock` tokens. Otherwise the grid is at
+  /// most this many blocks, which loop over the tokens.
+  int64_t residentBlocks;
   /// Rows each token records (TreeShape::entriesPerToken).
   int64_t entriesPerToken;
   /// Shared bytes per token for a fused sublayer's rows
@@ -167,9 +167,9 @@ struct TreeStrategy {
 /// Batches of at most this many tokens take the latency kernel: an H100 or
 /// H200 (132 multiprocessors) runs 16 tree warps on each at once, 2112.
 constexpr int64_t kTreeLatencyBoundTokens = 2048;
-/// The throughput kernel's grid: two resident blocks per multiprocessor of
-/// an H100 or H200. Only speed depends on it.
-constexpr int64_t kTreeResidentBlocks = 2 * 132;
+/// The throughput kernel's grid holds this many warps: two blocks of eight
+/// per multiprocessor of an H100 or H200. Only speed depends on it.
+constexpr int64_t kTreeResidentWarps = 2 * 8 * 132;
 
 /// Chooses the tree kernel's strategy for `shape` and `variant`; without
 /// `staging`, a throughput kernel stages no rows (to measure what staging

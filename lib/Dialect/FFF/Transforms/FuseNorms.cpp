@@ -3,6 +3,7 @@
 #include "fff/Dialect/FFF/Transforms/Passes.h"
 
 #include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "fff/Dialect/FFF/Transforms/Fusion.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -267,8 +268,12 @@ struct FuseNormsPass : fff::impl::FuseNormsBase<FuseNormsPass> {
         norms.push_back(op);
     });
     for (Operation *norm : norms)
-      (void)formFusion(collectUnit({norm}), {norm});
+      (void)fuseNormWithNeighbours(norm);
   }
 };
 
 } // namespace
+
+LogicalResult fff::fuseNormWithNeighbours(Operation *norm) {
+  return formFusion(collectUnit({norm}), {norm});
+}

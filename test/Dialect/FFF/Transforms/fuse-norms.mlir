@@ -105,3 +105,45 @@ func.func @residual_used_after_the_sublayer(%x: tensor<4x16xf32>, %a: tensor<4x1
   %z = arith.addf %h, %p : tensor<4x16xf32>
   return %z : tensor<4x16xf32>
 }
+
+// -----
+
+// A pre-LN FFN sublayer, h + tree(norm(h)), with the residual add that makes
+// h: one unit holding the norm and the tree layer, its weights inputs.
+// CHECK-LABEL: func @pre_ln_sublayer
+// CHECK:         %[[U:.*]]:2 = fff.fusion ins(%arg0, %arg1, %arg2, %arg3 :
+// CHECK:           %[[H:.*]] = arith.addf
+// CHECK:           %[[N:.*]] = fff.layer_norm %[[H]]
+// CHECK:           %[[T:.*]] = fff.tree_ffn %[[N]],
+// CHECK:           %[[Y:.*]] = arith.addf %[[H]], %[[T]]
+// CHECK:           fff.yield %[[H]], %[[Y]]
+// CHECK:         return %[[U]]#0, %[[U]]#1
+func.func @pre_ln_sublayer(%x: tensor<?x16xf32>, %a: tensor<?x16xf32>, %wi: tensor<1x7x16xf32>, %wo: tensor<1x7x16xf32>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %h = arith.addf %x, %a : tensor<?x16xf32>
+  %n = fff.layer_norm %h : tensor<?x16xf32>
+  %t = fff.tree_ffn %n, %wi, %wo {depth = 2 : i64} : tensor<?x16xf32>, tensor<1x7x16xf32>, tensor<1x7x16xf32>
+  %y = arith.addf %h, %t : tensor<?x16xf32>
+  return %h, %y : tensor<?x16xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// A post-LN sublayer, as BERT writes it: norm(h + tree(h)).
+// CHECK-LABEL: func @post_ln_sublayer
+// CHECK:         %[[U:.*]] = fff.fusion ins(%arg0,
+// CHECK:           %[[T:.*]] = fff.leaf_tree_ffn %{{.*}},
+// CHECK:           %[[S:.*]] = arith.addf %{{.*}}, %[[T]]
+// CHECK:           %[[N:.*]] = fff.rms_norm %[[S]]
+// CHECK:           fff.yield %[[N]]
+// CHECK:         return %[[U]]
+func.func @post_ln_sublayer(%h: tensor<?x16xf32>, %nw: tensor<1x16xf32>, %nb: tensor<1xf32>,
+                            %w1: tensor<2x16x4xf32>, %b1: tensor<2x4xf32>,
+                            %w2: tensor<2x4x16xf32>, %b2: tensor<2x16xf32>) -> tensor<?x16xf32> {
+  %t = fff.leaf_tree_ffn %h, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 1 : i64}
+         : tensor<?x16xf32>, tensor<1x16xf32>, tensor<1xf32>, tensor<2x16x4xf32>, tensor<2x4xf32>,
+           tensor<2x4x16xf32>, tensor<2x16xf32>
+  %s = arith.addf %h, %t : tensor<?x16xf32>
+  %n = fff.rms_norm %s : tensor<?x16xf32>
+  return %n : tensor<?x16xf32>
+}

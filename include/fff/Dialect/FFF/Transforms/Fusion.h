@@ -1,0 +1,24 @@
+//===- Fusion.h - forming fff.fusion units ----------------------*- C++ -*-===//
+//
+// What fff-fuse-norms does, for the lowerings that take a unit apart again:
+// a sublayer unit that no kernel takes is inlined, and its norm fused with
+// its pointwise neighbours on its own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_DIALECT_FFF_TRANSFORMS_FUSION_H
+#define FFF_DIALECT_FFF_TRANSFORMS_FUSION_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+
+namespace fff {
+
+/// Replaces the norm `norm` (not in a unit) and the pointwise ops around it
+/// by one fff.fusion; fails, changing nothing, when no op joins it or the
+/// unit cannot be placed.
+mlir::LogicalResult fuseNormWithNeighbours(mlir::Operation *norm);
+
+} // namespace fff
+
+#endif // FFF_DIALECT_FFF_TRANSFORMS_FUSION_H
