@@ -9,6 +9,10 @@ with scripts/fff-aot.sh into benchmarks/gpu/out/:
     (fff_trees_latency.so), only the throughput kernel (_throughput), and
     the throughput kernel without staged rows (_unstaged), for the
     ablation table;
+  - fff_sublayers.so: FFN sublayers, each one fused kernel (pre-LN
+    x + tree_ffn(layer_norm(x)) and post-LN layer_norm(x + tree_ffn(x)) at
+    UltraFastBERT-1x11's shape), and examples/pre_ln_block.mlir, a whole
+    pre-LN block of two sublayers;
   - manifest.json: each function's signature, for device_check.py.
 
     python3 benchmarks/gpu/build.py [--out benchmarks/gpu/out] [--chip sm_90]
@@ -84,6 +88,37 @@ for name, op, dtype, width, depth, leaf_width in TREES:
     tree_manifest.append({"function": name, "op": op, "dtype": dtype, "width": width, "depth": depth,
                           "leaf_width": leaf_width, "args": args})
 
+# FFN sublayers: (form, dtype); tree_ffn 768 wide, depth 11, GELU, both
+# biases; LayerNorm with scale and bias.
+SUBLAYERS = (("pre_ln", "bf16"), ("pre_ln", "f32"), ("post_ln", "bf16"), ("post_ln", "f32"))
+SUBLAYER_WIDTH, SUBLAYER_DEPTH = 768, 11
+sublayer_functions, sublayer_manifest = [], []
+for form, dtype in SUBLAYERS:
+    name = f"{form}_tree_ffn_{dtype}_{SUBLAYER_WIDTH}_depth{SUBLAYER_DEPTH}"
+    nodes = 2 ** (SUBLAYER_DEPTH + 1) - 1
+    x, p = f"tensor<?x{SUBLAYER_WIDTH}x{dtype}>", f"tensor<{SUBLAYER_WIDTH}x{dtype}>"
+    w, b_in = f"tensor<1x{nodes}x{SUBLAYER_WIDTH}x{dtype}>", f"tensor<1x{nodes}x{dtype}>"
+    norm = lambda value: f"fff.layer_norm {value} scale(%g : {p}) bias(%b : {p}) : {x}"
+    tree = lambda value: (f"fff.tree_ffn {value}, %wi bias(%bi : {b_in}), %wo bias(%bo : {p}) "
+                          f"{{depth = {SUBLAYER_DEPTH} : i64}} : {x}, {w}, {w}")
+    body = ([f"%n = {norm('%x')}", f"%t = {tree('%n')}", f"%y = arith.addf %x, %t : {x}"] if form == "pre_ln" else
+            [f"%t = {tree('%x')}", f"%s = arith.addf %x, %t : {x}", f"%y = {norm('%s')}"])
+    sublayer_functions.append(
+        f"func.func @{name}(%x: {x}, %g: {p}, %b: {p}, %wi: {w}, %bi: {b_in}, %wo: {w}, %bo: {p}) -> {x} {{\n"
+        + "".join(f"  {line}\n" for line in body) + f"  return %y : {x}\n}}\n")
+    sublayer_manifest.append({"function": name, "form": form, "dtype": dtype, "width": SUBLAYER_WIDTH,
+                              "depth": SUBLAYER_DEPTH,
+                              "args": ["x", "gamma", "beta", "w_in", "b_in", "w_out", "b_out", "y"]})
+# The example block, as written: f32, 768 wide; a LayerNorm + tree_ffn
+# (depth 11) sublayer, then an RMSNorm + leaf_tree_ffn (depth 3, leaves 32
+# wide, GELU) one.
+with open(os.path.join(root, "examples", "pre_ln_block.mlir")) as f:
+    sublayer_functions.append(f.read())
+sublayer_manifest.append({"function": "pre_ln_block", "form": "block", "dtype": "f32", "width": 768, "depth": 11,
+                          "leaf_depth": 3, "leaf_width": 32,
+                          "args": ["x", "gamma", "beta", "w_in", "b_in", "w_out", "b_out", "rms_gamma",
+                                   "node_w", "node_b", "w1", "b1", "w2", "b2", "y"]})
+
 os.makedirs(options.out, exist_ok=True)
 
 
@@ -98,9 +133,12 @@ def build(stem, text, pipeline_options):
 build("fff_norms", "\n".join(functions), "")
 for suffix, pipeline_options in TREE_LIBRARIES.items():
     build("fff_trees" + suffix, "\n".join(tree_functions), pipeline_options)
+build("fff_sublayers", "\n".join(sublayer_functions), "")
 with open(os.path.join(options.out, "manifest.json"), "w") as f:
     json.dump({"library": "fff_norms.so", "chip": options.chip, "functions": manifest,
                "tree_libraries": {suffix.lstrip("_") or "auto": f"fff_trees{suffix}.so" for suffix in TREE_LIBRARIES},
-               "tree_functions": tree_manifest}, f, indent=1)
-print(f"built {len(manifest)} norm functions into {options.out}/fff_norms.so and "
-      f"{len(tree_manifest)} tree functions into {len(TREE_LIBRARIES)} fff_trees*.so")
+               "tree_functions": tree_manifest,
+               "sublayer_library": "fff_sublayers.so", "sublayer_functions": sublayer_manifest}, f, indent=1)
+print(f"built {len(manifest)} norm functions into {options.out}/fff_norms.so, "
+      f"{len(tree_manifest)} tree functions into {len(TREE_LIBRARIES)} fff_trees*.so and "
+      f"{len(sublayer_manifest)} sublayer functions into fff_sublayers.so")

@@ -8,7 +8,11 @@ user would otherwise run.
     D->4D, GELU, Linear 4D->D, in bf16 and in f32 with TF32), and an
     UltraFastBERT-style FFF in PyTorch (index_select and bmm per level);
     then an ablation: the latency kernel alone, the throughput kernel alone,
-    and the throughput kernel without staged rows, at every batch.
+    and the throughput kernel without staged rows, at every batch;
+  - FFN sublayers, each one fused kernel (pre-LN x + tree(LN(x)), post-LN
+    LN(x + tree(x))), and a whole pre-LN block of two sublayers: against
+    the same math in PyTorch eager and torch.compile, and against the dense
+    sublayer a tree replaces, compiled.
 
 Build on a machine with fff (no GPU needed), then carry benchmarks/gpu/out:
 
@@ -43,7 +47,7 @@ parser.add_argument("--quick", action="store_true", help="one row count, fewer r
 parser.add_argument("--rows", type=int, nargs="*", default=[4096, 16384, 32768])
 parser.add_argument("--batches", type=int, nargs="*", default=[1, 16, 256, 4096, 16384],
                     help="tokens per tree layer call")
-parser.add_argument("--only", choices=["norms", "trees"], help="run one part")
+parser.add_argument("--only", choices=["norms", "trees", "sublayers"], help="run one part")
 parser.add_argument("--emulate", nargs="?", metavar="DRIVER",
                     const=os.path.join(here, "..", "..", "build", "lib", "libfff_cuda_emulator.so"),
                     help="run on fff's PTX emulator (tiny shapes, no timing)")
@@ -67,9 +71,11 @@ def load(name):
 
 library = load(manifest["library"])
 tree_libraries = {variant: load(name) for variant, name in manifest["tree_libraries"].items()}
+sublayer_library = load(manifest["sublayer_library"])
 missing = [f["function"] for f in manifest["functions"] if not hasattr(library, f["function"])]
 missing += [f"{f['function']} ({variant})" for f in manifest["tree_functions"]
             for variant, lib in tree_libraries.items() if not hasattr(lib, f["function"])]
+missing += [f["function"] for f in manifest["sublayer_functions"] if not hasattr(sublayer_library, f["function"])]
 if missing:
     sys.exit(f"the libraries lack {missing}")
 if options.list:
@@ -81,6 +87,10 @@ if options.list:
               f"args={','.join(f['args'])}")
     print(f"{len(manifest['tree_functions'])} tree functions exported by "
           f"{', '.join(manifest['tree_libraries'].values())} ({manifest['chip']})")
+    for f in manifest["sublayer_functions"]:
+        print(f"{f['function']:<36} {f['form']:<8} {f['dtype']:<4} width={f['width']} args={','.join(f['args'])}")
+    print(f"{len(manifest['sublayer_functions'])} sublayer functions exported by {manifest['sublayer_library']} "
+          f"({manifest['chip']})")
     sys.exit(0)
 
 import torch  # noqa: E402  (only the GPU run needs it)
@@ -166,7 +176,7 @@ def set_stream(stream):
     """fff's runtime launches on this stream; each library has its own."""
     if emulator:
         return
-    for lib in [library, *tree_libraries.values()]:
+    for lib in [library, *tree_libraries.values(), sublayer_library]:
         lib.fffSetStream(ctypes.c_void_p(stream.cuda_stream))
 
 
@@ -293,6 +303,12 @@ def tree_inputs(spec, batch, sets):
                                                                dtype=dtype)) for _ in range(sets)]
 
 
+def leaf_activation(spec):
+    """The leaves' activation: ReLU, as build.py compiles the tree layers,
+    unless the spec names GELU."""
+    return F.gelu if spec.get("activation") == "gelu" else torch.relu
+
+
 def tree_reference(spec, s):
     """float64, all rows at once (unlike the kernels' warp per row); returns
     y and a mask of the rows whose route is unambiguous."""
@@ -319,7 +335,7 @@ def tree_reference(spec, s):
         stable &= score.abs() > margin * w.norm(dim=1)
         node = 2 * node + 1 + (score >= 0).long()
     leaf = node - (2 ** spec["depth"] - 1)
-    hidden = torch.relu(torch.einsum("bi,biw->bw", x, s["w1"][leaf].double()) + s["b1"][leaf].double())
+    hidden = leaf_activation(spec)(torch.einsum("bi,biw->bw", x, s["w1"][leaf].double()) + s["b1"][leaf].double())
     return torch.einsum("bw,bwo->bo", hidden, s["w2"][leaf].double()) + s["b2"][leaf].double(), stable
 
 
@@ -349,7 +365,7 @@ def torch_fff(spec):
             score = torch.bmm(x.unsqueeze(1), w.unsqueeze(2)).view(-1) + s["node_b"].index_select(0, node)
             node = 2 * node + 1 + (score >= 0).long()
         leaf = node - (2 ** depth - 1)
-        hidden = torch.relu(torch.bmm(x.unsqueeze(1), s["w1"].index_select(0, leaf)).squeeze(1)
+        hidden = leaf_activation(spec)(torch.bmm(x.unsqueeze(1), s["w1"].index_select(0, leaf)).squeeze(1)
                             + s["b1"].index_select(0, leaf))
         return torch.bmm(hidden.unsqueeze(1), s["w2"].index_select(0, leaf)).squeeze(1) + s["b2"].index_select(0, leaf)
     return leaf_step
@@ -475,6 +491,149 @@ def run_trees():
     return [r["case"] for r in results if not r["ok"]]
 
 
+#
+# FFN sublayers and a whole block
+#
+
+
+def sublayer_inputs(spec, batch, sets):
+    """A sublayer's (or the block's) weights and `sets` input/output pairs:
+    the tree layers' from tree_inputs, the norms' O(1)."""
+    dtype, width = DTYPES[spec["dtype"]], spec["width"]
+    tree = {"op": "tree_ffn", "dtype": spec["dtype"], "width": width, "depth": spec["depth"]}
+    result = tree_inputs(tree, batch, sets)
+    extra = {"gamma": (1 + 0.2 * torch.randn(width, device=DEVICE)).to(dtype),
+             "beta": (0.2 * torch.randn(width, device=DEVICE)).to(dtype)}
+    if spec["form"] == "block":
+        leaf = {"op": "leaf_tree_ffn", "dtype": spec["dtype"], "width": width, "depth": spec["leaf_depth"],
+                "leaf_width": spec["leaf_width"]}
+        leaf_weights = tree_inputs(leaf, 1, 1)[0]
+        extra.update({k: leaf_weights[k] for k in ("node_w", "node_b", "w1", "b1", "w2", "b2")},
+                     rms_gamma=(1 + 0.2 * torch.randn(width, device=DEVICE)).to(dtype))
+    return [dict(s, **extra) for s in result]
+
+
+def sublayer_parts(spec):
+    """The pieces of a sublayer as (tree spec, leaf spec or None)."""
+    tree = {"op": "tree_ffn", "dtype": spec["dtype"], "width": spec["width"], "depth": spec["depth"]}
+    if spec["form"] != "block":
+        return tree, None
+    return tree, {"op": "leaf_tree_ffn", "dtype": spec["dtype"], "width": spec["width"],
+                  "depth": spec["leaf_depth"], "leaf_width": spec["leaf_width"]}
+
+
+def sublayer_reference(spec, s):
+    """float64, rounding to the storage type where the unfused ops store;
+    returns y and the rows whose routes are unambiguous."""
+    dtype, width = DTYPES[spec["dtype"]], spec["width"]
+    rnd = lambda t: t.to(dtype).double()
+    tree, leaf = sublayer_parts(spec)
+    x = s["x"].double()
+    ln = lambda v: rnd(F.layer_norm(v, (width,), s["gamma"].double(), s["beta"].double(), 1e-5))
+    if spec["form"] == "post_ln":
+        t, stable = tree_reference(tree, s)
+        return ln(rnd(x + rnd(t))), stable
+    # The block's first norm has epsilon 1e-12 (examples/pre_ln_block.mlir).
+    if spec["form"] == "block":
+        ln = lambda v: rnd(F.layer_norm(v, (width,), s["gamma"].double(), s["beta"].double(), 1e-12))
+    t, stable = tree_reference(tree, dict(s, x=ln(x)))
+    h = rnd(x + rnd(t))
+    if leaf is None:
+        return h, stable
+    # examples/pre_ln_block.mlir's leaves use GELU.
+    rms = rnd(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * s["rms_gamma"].double())
+    t2, stable2 = tree_reference(dict(leaf, activation="gelu"), dict(s, x=rms))
+    return rnd(h + rnd(t2)), stable & stable2
+
+
+def torch_sublayer(spec):
+    """The same math in PyTorch, its tree layers as torch_fff."""
+    width = spec["width"]
+    tree, leaf = sublayer_parts(spec)
+    tree_step = torch_fff(tree)
+    eps = 1e-12 if spec["form"] == "block" else 1e-5
+    ln = lambda s, v: F.layer_norm(v, (width,), s["gamma"], s["beta"], eps)
+    if spec["form"] == "post_ln":
+        return lambda s: ln(s, s["x"] + tree_step(s))
+    if leaf is None:
+        return lambda s: s["x"] + tree_step(dict(s, x=ln(s, s["x"])))
+    leaf_step = torch_fff(dict(leaf, activation="gelu"))
+
+    def block(s):
+        h = s["x"] + tree_step(dict(s, x=ln(s, s["x"])))
+        return h + leaf_step(dict(s, x=F.rms_norm(h, (width,), s["rms_gamma"], 1e-6)))
+    return block
+
+
+def dense_sublayer(spec):
+    """The pre-LN sublayer with the dense feedforward the tree replaces."""
+    width, dtype = spec["width"], DTYPES[spec["dtype"]]
+    ff = dense_ff(width, dtype)
+    return lambda s: s["x"] + ff({f"x_{dtype}": F.layer_norm(s["x"], (width,), s["gamma"], s["beta"], 1e-5)})
+
+
+compiled_sublayers = {}
+
+
+def run_sublayer_case(spec, batch):
+    sets = sublayer_inputs(spec, batch, sets=1 if emulator else 4)
+    function = getattr(sublayer_library, spec["function"])
+    fff_step = lambda s: call_fff(function, spec["args"], s)
+    set_stream(None if emulator else torch.cuda.current_stream())
+    s = sets[0]
+    # A few rows may all have an ambiguous route somewhere along their
+    # 12 + 4 levels; then the check takes fresh rows.
+    for _ in range(8):
+        s["y"].fill_(float("nan"))
+        fff_step(s)
+        synchronize()
+        check_error(spec["function"], sublayer_library)
+        ref, stable = sublayer_reference(spec, s)
+        if stable.any():
+            break
+        s["x"] = torch.randn_like(s["x"], dtype=torch.float32).to(s["x"].dtype)
+    y = s["y"].double()[stable]
+    error = ((y - ref[stable]).norm() / ref[stable].norm()).item() if torch.isfinite(y).all() else float("inf")
+    enough = stable.any().item() and (batch < 64 or stable.float().mean().item() > 0.5)
+    ok = error <= TOLERANCE[spec["dtype"]] and enough
+
+    eager = torch_sublayer(spec)
+    # The baseline must compute the same thing, within its own roundings.
+    base = eager(s).double()[stable]
+    baseline_error = ((base - ref[stable]).norm() / ref[stable].norm()).item()
+    ok = ok and baseline_error <= 3 * TOLERANCE[spec["dtype"]]
+    compiled = compiled_sublayers.setdefault(spec["function"], torch.compile(eager))
+    fff_us = graph_time_us(fff_step, sets)
+    check_error(spec["function"], sublayer_library)
+    result = {"case": f"{spec['function']} B={batch}", "ok": ok, "error": error,
+              "baseline_error": baseline_error, "stable": stable.float().mean().item(), "fff_us": fff_us,
+              "vs_eager": graph_time_us(eager, sets) / fff_us, "vs_compile": graph_time_us(compiled, sets) / fff_us}
+    if spec["form"] == "pre_ln":
+        dense = compiled_sublayers.setdefault(("dense", spec["function"]), torch.compile(dense_sublayer(spec)))
+        result["vs_dense"] = graph_time_us(dense, sets) / fff_us
+    return result
+
+
+def run_sublayers():
+    batches = [1, 4096] if options.quick else options.batches
+    results = []
+    print("\n| sublayer | correct (rel. err, rows compared) | torch's rel. err | fff us | fff x eager | "
+          "fff x compile | fff x dense sublayer, compiled |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for spec in manifest["sublayer_functions"]:
+        for batch in batches:
+            r = run_sublayer_case(spec, batch)
+            results.append(r)
+            dense = f"{r['vs_dense']:.2f}" if "vs_dense" in r else "-"
+            print(f"| {r['case']} | {'yes' if r['ok'] else 'NO'} ({r['error']:.1e}, {r['stable']:.0%}) | "
+                  f"{r['baseline_error']:.1e} | {r['fff_us']:.1f} | {r['vs_eager']:.2f} | {r['vs_compile']:.2f} | "
+                  f"{dense} |", flush=True)
+    if not emulator:
+        slower = [r["case"] for r in results if r["vs_compile"] < 1.0]
+        print(f"\nslower than torch.compile: {len(slower)}{': ' + ', '.join(slower) if slower else ''}")
+    return [r["case"] for r in results if not r["ok"]]
+
+
 def run_norms():
     rows_list = options.rows[:1] if options.quick else options.rows
     results = []
@@ -507,10 +666,12 @@ def main():
     device = f"fff's PTX emulator ({options.emulate}), nothing timed" if emulator else torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
     wrong = []
-    if options.only != "trees":
+    if options.only in (None, "norms"):
         wrong += run_norms()
-    if options.only != "norms":
+    if options.only in (None, "trees"):
         wrong += run_trees()
+    if options.only in (None, "sublayers"):
+        wrong += run_sublayers()
     if wrong:
         print(f"wrong: {', '.join(wrong)}")
     return 1 if wrong else 0
