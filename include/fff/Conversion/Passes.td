@@ -49,7 +49,15 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
       product and the output row), in two kernels the host picks between
       by batch size: `latency` (two levels a step) and `throughput`
       (resident blocks, top levels staged in shared memory); `tree-variant`
-      keeps only one.
+      keeps only one;
+    - sublayer units (a norm and a tree layer in one `fff.fusion`): the
+      tree kernels, whose warp also normalizes its token, into a row of
+      shared memory that the walk reads (pre-LN), or after the walk from
+      the tree's output row (post-LN), and evaluates the unit's pointwise
+      ops on those rows; named for the ops in the order they run
+      (`fused_layer_norm_tree_ffn_...`, `fused_tree_ffn_layer_norm_...`).
+      A sublayer unit the kernel does not take is split, with a remark
+      that says why, into its tree layer and its norm's own unit.
 
     Transcendental math in kernels (erf, tanh, exp in activations and fused
     epilogues) becomes MLIR's f32 polynomial approximations, so no kernel

@@ -45,6 +45,15 @@ def FuseNorms : Pass<"fff-fuse-norms"> {
       norm's shape (bias, scale/shift including `(1 + scale)`, activation,
       dtype casts, a multiply by another tensor).
 
+    A transformer's FFN sublayer is formed first, as one unit holding a norm
+    and a tree layer (`fff.tree_ffn` or `fff.leaf_tree_ffn`): pre-LN
+    `h + tree(norm(h))`, where the tree reads the norm's result, and
+    post-LN `norm(h + tree(h))`, where the norm reads the tree's result
+    through elementwise ops; each with the prologues and epilogues above.
+    Where a norm is next to a tree layer but the two cannot be one unit (in
+    different blocks, or an op outside needs a value between them), a
+    remark on the tree layer says why, and the norm is fused on its own.
+
     Elementwise means a `linalg.generic` with only parallel loops and an
     identity output map, or an elementwise arith/math op on tensors.
     Constants are cloned into the unit; other values become its inputs.
