@@ -99,11 +99,13 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   addFrontEnd(pm, /*raise=*/true);
   // One kernel (gpu.func) and its gpu.launch_func per norm, fused unit or
   // tree layer (two for a tree layer: latency and throughput), on buffers
-  // viewed from the tensors.
+  // viewed from the tensors; a repeated layer's kernels are dropped at once,
+  // before any later pass spends time on them.
   ConvertFFFToGPUOptions kernels;
   kernels.treeVariant = options.treeVariant;
   kernels.treeStaging = options.treeStaging;
   pm.addPass(createConvertFFFToGPU(kernels));
+  pm.addPass(createDedupeKernels());
   // The rest of the module's tensor work as linalg ops, each maximal group
   // of elementwise producers and consumers fused into one op, which becomes
   // one kernel below.
@@ -129,9 +131,11 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 
   // What host code still computes on buffers (linalg ops, copies) becomes
-  // kernels; then host code only allocates, frees and launches, and its
-  // buffers move to the device. Kernel math avoids libdevice.
+  // kernels, and identical kernels (repeated layers) become one; then host
+  // code only allocates, frees and launches, and its buffers move to the
+  // device. Kernel math avoids libdevice.
   pm.addPass(createConvertLinalgToGPUKernels());
+  pm.addPass(createDedupeKernels());
   pm.addPass(createDeviceBuffers());
   pm.addPass(createLegalizeKernelMath());
   pm.addPass(createCanonicalizerPass());

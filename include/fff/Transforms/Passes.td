@@ -164,6 +164,25 @@ def DeviceBuffers : Pass<"fff-device-buffers", "::mlir::ModuleOp"> {
   ];
 }
 
+def DedupeKernels : Pass<"fff-dedupe-kernels", "::mlir::ModuleOp"> {
+  let summary = "Keep one kernel per distinct piece of work";
+  let description = [{
+    The kernel lowerings emit one kernel per op they lower, and a model
+    repeats its layers: 24 identical transformer layers gave 72 kernels of
+    which 3 differ. This pass keeps, in each `gpu.module`, the first of
+    every set of identical kernels, points every launch of the others at it
+    and erases them, so that code generation, the PTX and the driver's load
+    grow with the distinct kernels rather than with the layers.
+
+    Identical means the same attributes (type, `fff.strategy`, launch
+    bounds) and the same body, op for op, locations aside: the same op,
+    shapes, element types, attributes, strategy and fused prologue and
+    epilogue. Kernels are keyed by a hash of those and compared
+    structurally, never by name. Names stay as the lowerings chose them.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def UploadDeviceConstants
     : Pass<"fff-upload-device-constants", "::mlir::ModuleOp"> {
   let summary = "Give host code a device copy of each constant global";

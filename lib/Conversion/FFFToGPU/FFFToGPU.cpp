@@ -258,7 +258,12 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
   if (needsShared)
     spec.workgroupBuffers.push_back(
         workgroupBufferType({kWarpSize}, rewriter.getF32Type()));
-  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
+  // A fused unit's kernel is made from the whole unit.
+  Operation *source = inKernel.unit ? inKernel.unit.getOperation() : op;
+  if (gpu::GPUFuncOp kernel =
+          lookupKernelOfIdenticalOp(source, spec, operands))
+    return kernel;
+  gpu::GPUFuncOp kernel = createKernel(rewriter, source, spec, operands);
   parameters.bind(kernel);
   if (inKernel.unit)
     bindUnit(inKernel, strategy.vectorWidth);
@@ -518,6 +523,7 @@ struct ConvertFFFToGPUPass
                                       std::move(patterns))) ||
         failed(approximateKernelMath(getOperation())))
       return signalPassFailure();
+    forgetKernelSources(getOperation());
     if (cpuTwin)
       return; // what has no kernel takes the CPU path after this pass
     // Say so plainly rather than let bufferization trip over the op later.

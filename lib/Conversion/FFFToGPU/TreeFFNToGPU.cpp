@@ -240,9 +240,10 @@ void fff::buildTreeKernel(RewriterBase &rewriter, Operation *op,
   if (extension)
     llvm::append_range(spec.workgroupBuffers, extension->sharedBuffers);
   gpu::GPUFuncOp kernel =
-      createKernel(rewriter, op, spec, parameters.operands());
-  parameters.bind(kernel);
-  {
+      lookupKernelOfIdenticalOp(op, spec, parameters.operands());
+  if (!kernel) {
+    kernel = createKernel(rewriter, op, spec, parameters.operands());
+    parameters.bind(kernel);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&kernel.front());
     ImplicitLocOpBuilder kb(op->getLoc(), rewriter);

@@ -17,17 +17,58 @@ MemRefType fff::workgroupBufferType(ArrayRef<int64_t> shape, Type elementType) {
                                  gpu::AddressSpace::Workgroup));
 }
 
+constexpr StringLiteral kKernelModuleName = "fff_kernels";
+
 /// The gpu.module that holds fff's kernels, created on first use.
 static gpu::GPUModuleOp kernelModule(RewriterBase &rewriter, Operation *op) {
   auto module = op->getParentOfType<ModuleOp>();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   rewriter.getUnitAttr());
-  constexpr StringLiteral kName = "fff_kernels";
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kName))
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
     return existing;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kName);
+  return gpu::GPUModuleOp::create(rewriter, module.getLoc(), kKernelModuleName);
+}
+
+/// What a kernel was made from, while its conversion runs.
+constexpr StringLiteral kSourceAttrName = "fff.kernel_source";
+
+/// The op, spec and kernel argument types as text, for kernels of ops that
+/// read nothing from outside: the op's generic form, with operand and
+/// region types, attributes and bodies, and nothing of where the op is.
+/// Null for other ops.
+static StringAttr kernelSource(Operation *op, const KernelSpec &spec,
+                               ValueRange operands) {
+  if (op->getNumRegions() != 0 &&
+      !op->hasTrait<OpTrait::IsIsolatedFromAbove>())
+    return {};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << spec.name << " " << spec.threadsPerBlock << " " << spec.maxRegisters
+     << " " << spec.strategy << "\n";
+  llvm::interleaveComma(operands.getTypes(), os);
+  os << "\n";
+  op->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  return StringAttr::get(op->getContext(), text);
+}
+
+gpu::GPUFuncOp fff::lookupKernelOfIdenticalOp(Operation *op,
+                                              const KernelSpec &spec,
+                                              ValueRange operands) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  StringAttr source = kernelSource(op, spec, operands);
+  if (!kernels || !source)
+    return {};
+  for (auto kernel : kernels.getOps<gpu::GPUFuncOp>())
+    if (kernel->getAttr(kSourceAttrName) == source)
+      return kernel;
+  return {};
+}
+
+void fff::forgetKernelSources(Operation *root) {
+  root->walk([](gpu::GPUFuncOp kernel) { kernel->removeAttr(kSourceAttrName); });
 }
 
 gpu::GPUFuncOp fff::createKernel(RewriterBase &rewriter, Operation *op,
@@ -57,6 +98,8 @@ gpu::GPUFuncOp fff::createKernel(RewriterBase &rewriter, Operation *op,
   // occupancy (48 at 128 threads) and spill what is meant to stay in them.
   kernel->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
                   rewriter.getI32IntegerAttr(spec.maxRegisters));
+  if (StringAttr source = kernelSource(op, spec, operands))
+    kernel->setAttr(kSourceAttrName, source);
   return kernel;
 }
 

@@ -51,12 +51,27 @@ struct KernelSpec {
   llvm::SmallVector<mlir::Type> workgroupBuffers;
 };
 
-/// Creates the kernel `spec` describes in `gpu.module @fff_kernels` (made on
-/// first use) of `op`'s module, taking `operands`' types as arguments, with
-/// `rewriter` inside its empty body.
+/// Creates the kernel `spec` describes for `op` in `gpu.module @fff_kernels`
+/// (made on first use) of `op`'s module, taking `operands`' types as
+/// arguments, with `rewriter` inside its empty body.
 mlir::gpu::GPUFuncOp createKernel(mlir::RewriterBase &rewriter,
                                   mlir::Operation *op, const KernelSpec &spec,
                                   mlir::ValueRange operands);
+
+/// The kernel that an identical op got earlier with the same `spec` and
+/// kernel operand types (a repeated layer's), or null; if found, the caller
+/// launches it and emits no body. Identical: the same op, attributes,
+/// operand and result types and regions. `op` must be what the kernel is
+/// made from as a whole (a fused unit, not the norm in it). Only ops that
+/// read nothing from outside but their operands (fff's ops and fused units)
+/// are looked up; createKernel records them.
+mlir::gpu::GPUFuncOp lookupKernelOfIdenticalOp(mlir::Operation *op,
+                                               const KernelSpec &spec,
+                                               mlir::ValueRange operands);
+
+/// Drops what createKernel recorded for lookupKernelOfIdenticalOp; a
+/// conversion pass calls it once it is done.
+void forgetKernelSources(mlir::Operation *root);
 
 /// Launches `kernel` on `blocks` blocks of `threads` threads. No blocks (an
 /// empty batch) is allowed: fff's CUDA runtime launches nothing then, where
