@@ -302,7 +302,8 @@ private:
 void fff::emitContractionKernel(RewriterBase &rewriter, linalg::GenericOp op,
                                 const ContractionDims &dims,
                                 const ContractionStrategy &strategy,
-                                StringRef name) {
+                                StringRef name,
+                                gpu::GPUFuncOp &kernel) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   SmallVector<Value> sizes = loopSizes(b, op);
@@ -321,8 +322,8 @@ void fff::emitContractionKernel(RewriterBase &rewriter, linalg::GenericOp op,
                           rewriter.getF32Type()),
       workgroupBufferType({strategy.tileK, strategy.tileN},
                           rewriter.getF32Type())};
-  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
-  {
+  if (!kernel) {
+    kernel = createKernel(rewriter, op, spec, operands);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&kernel.front());
     ImplicitLocOpBuilder kb(op.getLoc(), rewriter);

@@ -11,6 +11,7 @@
 #define FFF_LIB_CONVERSION_LINALGTOGPU_LINALGKERNELS_H
 
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -30,22 +31,27 @@ struct ContractionDims {
 /// are projected permutations. Anything else takes the loop-nest kernel.
 std::optional<ContractionDims> matchTiledContraction(mlir::linalg::GenericOp op);
 
-/// Replaces `op` by a launch of a tiled contraction kernel named `name`.
+/// Replaces `op` by a launch of a tiled contraction kernel named `name`:
+/// `kernel`, the kernel of an identical op, when set; otherwise one made
+/// here, which `kernel` is set to.
 void emitContractionKernel(mlir::RewriterBase &rewriter,
                            mlir::linalg::GenericOp op,
                            const ContractionDims &dims,
                            const ContractionStrategy &strategy,
-                           llvm::StringRef name);
+                           llvm::StringRef name,
+                           mlir::gpu::GPUFuncOp &kernel);
 
 /// Whether two points of `op`'s parallel loops may write the same output
 /// element: an output map that leaves out a parallel dim, names a
 /// reduction dim, or is not a plain projection.
 bool parallelPointsShareOutputs(mlir::linalg::GenericOp op);
 
-/// Replaces `op` by a launch of a loop-nest kernel named `name`.
+/// Replaces `op` by a launch of a loop-nest kernel named `name`: `kernel`
+/// as for emitContractionKernel.
 void emitLoopNestKernel(mlir::RewriterBase &rewriter,
                         mlir::linalg::GenericOp op,
-                        const LoopNestStrategy &strategy, llvm::StringRef name);
+                        const LoopNestStrategy &strategy, llvm::StringRef name,
+                        mlir::gpu::GPUFuncOp &kernel);
 
 /// Why the body of `op` cannot run in a kernel (an op of a dialect with no
 /// GPU lowering, a value from outside that is neither a scalar nor a

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace fff {
@@ -59,9 +60,11 @@ std::string kernelName(StringRef opName, linalg::GenericOp op,
   return name;
 }
 
-/// Replaces `op` by the launch of its kernel; fails (with an error on the
-/// op) when its body cannot run on the GPU.
-LogicalResult lowerToKernel(RewriterBase &rewriter, linalg::LinalgOp op) {
+/// Replaces `op` by the launch of its kernel: `kernel` when set (an
+/// identical op's), else one made here, which `kernel` is set to. Fails
+/// (with an error on the op) when its body cannot run on the GPU.
+LogicalResult lowerToKernel(RewriterBase &rewriter, linalg::LinalgOp op,
+                            gpu::GPUFuncOp &kernel) {
   if (!op.hasPureBufferSemantics())
     return op->emitOpError(
         "is still on tensors; convert-linalg-to-gpu-kernels runs after "
@@ -86,15 +89,69 @@ LogicalResult lowerToKernel(RewriterBase &rewriter, linalg::LinalgOp op) {
     std::string tiles = llvm::formatv("tiled_{0}x{1}x{2}", strategy.tileM,
                                       strategy.tileN, strategy.tileK);
     emitContractionKernel(rewriter, generic, *dims, strategy,
-                          kernelName(opName, generic, tiles));
+                          kernelName(opName, generic, tiles), kernel);
     return success();
   }
   LoopNestStrategy strategy =
       selectLoopNestStrategy(parallelPointsShareOutputs(generic));
   emitLoopNestKernel(rewriter, generic, strategy,
                      kernelName(opName, generic,
-                                strategy.serial ? "serial" : "thread_per_point"));
+                                strategy.serial ? "serial" : "thread_per_point"),
+                     kernel);
   return success();
+}
+
+/// For each op, the index of the first op identical to it: the same op,
+/// attributes, operand and result types and body, whatever values it is
+/// applied to. What a body reads from outside must be the same constant in
+/// both (the kernel holds it) or, in both, no constant (a parameter).
+SmallVector<unsigned> kindsOfIdenticalOps(ArrayRef<Operation *> ops) {
+  auto hashOf = [](Operation *op) {
+    llvm::hash_code hash = llvm::hash_combine_range(op->getOperandTypes());
+    op->walk([&](Operation *nested) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(
+                    nested, OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::IgnoreLocations));
+    });
+    return hash;
+  };
+  // Values inside the two ops must correspond; the ops' own operands (of
+  // equal types) may be any values.
+  auto identical = [](Operation *a, Operation *b) {
+    if (a->getOperandTypes() != b->getOperandTypes())
+      return false;
+    DenseMap<Value, Value> inside;
+    auto correspond = [&](Value l, Value r) -> LogicalResult {
+      if (auto mapped = inside.find(l); mapped != inside.end())
+        return success(mapped->second == r);
+      if (a->isAncestor(l.getParentRegion()->getParentOp()) ||
+          b->isAncestor(r.getParentRegion()->getParentOp()))
+        return failure();
+      Attribute lConstant, rConstant;
+      bool lIsConstant = matchPattern(l, m_Constant(&lConstant));
+      bool rIsConstant = matchPattern(r, m_Constant(&rConstant));
+      return success(l.getType() == r.getType() &&
+                     lIsConstant == rIsConstant && lConstant == rConstant);
+    };
+    return OperationEquivalence::isEquivalentTo(
+        a, b, correspond, [&](Value l, Value r) { inside[l] = r; },
+        OperationEquivalence::IgnoreLocations);
+  };
+  SmallVector<unsigned> kinds;
+  DenseMap<llvm::hash_code, SmallVector<unsigned, 1>> firsts;
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    kinds.push_back(index);
+    SmallVector<unsigned, 1> &candidates = firsts[hashOf(op)];
+    auto first = llvm::find_if(
+        candidates, [&](unsigned other) { return identical(op, ops[other]); });
+    if (first != candidates.end())
+      kinds.back() = *first;
+    else
+      candidates.push_back(index);
+  }
+  return kinds;
 }
 
 struct ConvertLinalgToGPUKernelsPass
@@ -109,14 +166,19 @@ struct ConvertLinalgToGPUKernelsPass
         work.push_back(op);
       return WalkResult::advance();
     });
+    // Ops identical to an earlier one (a repeated layer's) share its kernel:
+    // found while all of them are still there, before any is lowered.
+    SmallVector<unsigned> kindOf = kindsOfIdenticalOps(work);
+    SmallVector<gpu::GPUFuncOp> kernelOfKind(work.size());
     IRRewriter rewriter(&getContext());
-    for (Operation *op : work) {
+    for (auto [op, kind] : llvm::zip(work, kindOf)) {
       if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         rewriter.setInsertionPoint(copy);
         op = rewriter.replaceOpWithNewOp<linalg::CopyOp>(
             copy, copy.getSource(), copy.getTarget());
       }
-      if (failed(lowerToKernel(rewriter, cast<linalg::LinalgOp>(op))))
+      if (failed(lowerToKernel(rewriter, cast<linalg::LinalgOp>(op),
+                               kernelOfKind[kind])))
         return signalPassFailure();
     }
   }

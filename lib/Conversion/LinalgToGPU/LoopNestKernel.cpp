@@ -275,7 +275,8 @@ private:
 } // namespace
 
 void fff::emitLoopNestKernel(RewriterBase &rewriter, linalg::GenericOp op,
-                             const LoopNestStrategy &strategy, StringRef name) {
+                             const LoopNestStrategy &strategy, StringRef name,
+                             gpu::GPUFuncOp &kernel) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   SmallVector<Value> sizes = loopSizes(b, op);
@@ -289,8 +290,8 @@ void fff::emitLoopNestKernel(RewriterBase &rewriter, linalg::GenericOp op,
   spec.threadsPerBlock = strategy.threadsPerBlock;
   spec.maxRegisters = strategy.maxRegisters;
   spec.strategy = strategy.toAttr(rewriter.getContext());
-  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
-  {
+  if (!kernel) {
+    kernel = createKernel(rewriter, op, spec, operands);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&kernel.front());
     ImplicitLocOpBuilder kb(op.getLoc(), rewriter);

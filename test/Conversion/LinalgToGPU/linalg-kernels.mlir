@@ -190,3 +190,48 @@ func.func @on_tensors(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
   %z = linalg.copy ins(%x : tensor<8xf32>) outs(%y : tensor<8xf32>) -> tensor<8xf32>
   return %z : tensor<8xf32>
 }
+
+// -----
+
+// A repeated layer's ops share one kernel: the two scalings by 2.0 (on
+// other buffers) launch the same kernel; the scaling by 3.0 and the one
+// whose operands are swapped in its body get their own.
+// CHECK-LABEL: func.func @repeated
+// CHECK:         gpu.launch_func @fff_kernels::@[[TWO:generic_f32_thread_per_point]] blocks
+// CHECK:         gpu.launch_func @fff_kernels::@[[TWO]] blocks
+// CHECK:         gpu.launch_func @fff_kernels::@[[THREE:generic_f32_thread_per_point_1]] blocks
+// CHECK:         gpu.launch_func @fff_kernels::@[[SUB:generic_f32_thread_per_point_2]] blocks
+// CHECK:         gpu.launch_func @fff_kernels::@[[SWAPPED:generic_f32_thread_per_point_3]] blocks
+// CHECK-COUNT-4: gpu.func @generic_f32_thread_per_point
+// CHECK-NOT:     gpu.func
+#id = affine_map<(i) -> (i)>
+func.func @repeated(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>, %w: memref<8xf32>) {
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.mulf %a, %two : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%z : memref<8xf32>) outs(%w : memref<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.mulf %a, %two : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.mulf %a, %three : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.subf %a, %out : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.subf %out, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
