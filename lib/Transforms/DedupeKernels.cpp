@@ -40,11 +40,11 @@ SmallVector<NamedAttribute> attributesButName(gpu::GPUFuncOp kernel) {
 llvm::hash_code kernelHash(gpu::GPUFuncOp kernel) {
   llvm::hash_code hash = llvm::hash_combine_range(attributesButName(kernel));
   kernel.getBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
   });
   return hash;
 }

@@ -13,8 +13,8 @@
 #include "LaneEmitter.h"
 #include "NormKernel.h"
 #include "SublayerToGPU.h"
-#include "UnitEvaluator.h"
 #include "TreeFFNToGPU.h"
+#include "UnitEvaluator.h"
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "fff/Conversion/Passes.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
@@ -260,8 +260,7 @@ gpu::GPUFuncOp buildNormKernel(RewriterBase &rewriter, Operation *op,
         workgroupBufferType({kWarpSize}, rewriter.getF32Type()));
   // A fused unit's kernel is made from the whole unit.
   Operation *source = inKernel.unit ? inKernel.unit.getOperation() : op;
-  if (gpu::GPUFuncOp kernel =
-          lookupKernelOfIdenticalOp(source, spec, operands))
+  if (gpu::GPUFuncOp kernel = lookupKernelOfIdenticalOp(source, spec, operands))
     return kernel;
   gpu::GPUFuncOp kernel = createKernel(rewriter, source, spec, operands);
   parameters.bind(kernel);
@@ -517,8 +516,7 @@ struct ConvertFFFToGPUPass
     });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    (void)populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant,
-                                   treeStaging);
+    (void)populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant, treeStaging);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))) ||
         failed(approximateKernelMath(getOperation())))

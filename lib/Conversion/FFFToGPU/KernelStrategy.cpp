@@ -177,8 +177,9 @@ DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("max_registers", b.getI64IntegerAttr(maxRegisters)),
   };
   if (fusedRowBytesPerToken)
-    fields.push_back(b.getNamedAttr("fused_row_bytes_per_token",
-                                    b.getI64IntegerAttr(fusedRowBytesPerToken)));
+    fields.push_back(
+        b.getNamedAttr("fused_row_bytes_per_token",
+                       b.getI64IntegerAttr(fusedRowBytesPerToken)));
   return b.getDictionaryAttr(fields);
 }
 
@@ -283,10 +284,10 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
           ? kTreeThroughputTokensPerBlock
           : kTreeLatencyTokensPerBlock);
   s.residentBlocks = kTreeResidentWarps / s.tokensPerBlock;
-  s.stagedLevels =
-      staging ? levelsToStage(shape, kTreeSharedBytes -
-                                         tokenBytes(s.tokensPerBlock))
-              : 0;
+  s.stagedLevels = staging
+                       ? levelsToStage(shape, kTreeSharedBytes -
+                                                  tokenBytes(s.tokensPerBlock))
+                       : 0;
   return s;
 }
 
@@ -308,8 +309,9 @@ fff::selectContractionStrategy(std::optional<int64_t> m,
   // 64 x 64 tiles, 4 x 4 outputs a thread: 16 f32 accumulators, and 8 KiB
   // of staged operands a block. A side known to be small gets a narrower
   // tile, so that a matrix-vector-like product does not idle most threads.
-  ContractionStrategy strategy{/*tileM=*/64, /*tileN=*/64, /*tileK=*/16,
-                               /*threadsM=*/16, /*threadsN=*/16,
+  ContractionStrategy strategy{/*tileM=*/64,        /*tileN=*/64,
+                               /*tileK=*/16,
+                               /*threadsM=*/16,     /*threadsN=*/16,
                                /*maxRegisters=*/128};
   if (m && *m <= 16) {
     strategy.tileM = 16;

@@ -1,4 +1,5 @@
-//===- SublayerToGPU.cpp - a norm and a tree layer in one kernel -*- C++ -*-===//
+//===- SublayerToGPU.cpp - a norm and a tree layer in one kernel -*- C++
+//-*-===//
 //
 // A fused unit that holds a tree layer (a transformer's FFN sublayer)
 // becomes one kernel: the tree kernel (TreeKernel.cpp), a warp per token,
@@ -108,15 +109,14 @@ bool dependsOn(Value value, Operation *op) {
   return false;
 }
 
-
 /// Why the sublayer kernel cannot take `layer`, or "" if it can.
 std::string whyNoSublayerKernel(const Sublayer &layer) {
   auto layerNorm = dyn_cast<LayerNormOp>(layer.norm);
   if (layerNorm && layerNorm.getReturnStats())
     return "its norm returns mean and rstd";
-  int64_t normalizedRank = layerNorm
-                               ? layerNorm.getNormalizedRank()
-                               : cast<RMSNormOp>(layer.norm).getNormalizedRank();
+  int64_t normalizedRank =
+      layerNorm ? layerNorm.getNormalizedRank()
+                : cast<RMSNormOp>(layer.norm).getNormalizedRank();
   if (normalizedRank != 1)
     return "its norm is over more than the last dim";
   if (ShapedType::isDynamic(layer.inWidth) ||
@@ -288,7 +288,8 @@ private:
   /// not from the tree) is stored. Post-LN, every unit result is.
   void normalize(Value token, Value slot, Value lane) {
     int64_t width = layer.normWidth();
-    NormStrategy normStrategy = selectWarpNormStrategy(width, layer.elementType);
+    NormStrategy normStrategy =
+        selectWarpNormStrategy(width, layer.elementType);
     int64_t vectorWidth = normStrategy.vectorWidth;
     auto layerNorm = dyn_cast<LayerNormOp>(layer.norm);
     NormProblem p;
@@ -376,12 +377,11 @@ void buildSublayerKernel(RewriterBase &rewriter, const Sublayer &layer,
   std::string treeName = treeKernelName(layer.tree, strategy, host);
   StringRef treeOp = layer.tree->getName().stripDialect();
   StringRef normOp = layer.norm->getName().stripDialect();
-  extension.name =
-      layer.normFirst
-          ? ("fused_" + normOp + "_" + treeName).str()
-          : ("fused_" + treeOp + "_" + normOp +
-             StringRef(treeName).drop_front(treeOp.size()))
-                .str();
+  extension.name = layer.normFirst
+                       ? ("fused_" + normOp + "_" + treeName).str()
+                       : ("fused_" + treeOp + "_" + normOp +
+                          StringRef(treeName).drop_front(treeOp.size()))
+                             .str();
   extension.sharedBuffers = rowBufferTypes(layer, strategy);
   for (Value &buffer : buffers.unitInputs)
     extension.parameters.push_back(&buffer);
@@ -394,8 +394,8 @@ void buildSublayerKernel(RewriterBase &rewriter, const Sublayer &layer,
                  : Value();
   };
   auto layerNorm = dyn_cast<LayerNormOp>(layer.norm);
-  Value gamma = layerNorm ? layerNorm.getGamma()
-                          : cast<RMSNormOp>(layer.norm).getGamma();
+  Value gamma =
+      layerNorm ? layerNorm.getGamma() : cast<RMSNormOp>(layer.norm).getGamma();
   Value beta = layerNorm ? layerNorm.getBeta() : Value();
   extension.complete = [&](TreeProblem &p, ArrayRef<Value> rowBuffers) {
     buffers.normGamma = unitBuffer(gamma);
@@ -501,8 +501,9 @@ struct SublayerToGPU : OpConversionPattern<FusionOp> {
 
 } // namespace
 
-std::string fff::whySublayerCannotBeOneKernel(FusionOp unit,
-                                              const TreeKernelOptions &options) {
+std::string
+fff::whySublayerCannotBeOneKernel(FusionOp unit,
+                                  const TreeKernelOptions &options) {
   Sublayer layer(unit);
   std::string whyNot = whyNoSublayerKernel(layer);
   if (!whyNot.empty())

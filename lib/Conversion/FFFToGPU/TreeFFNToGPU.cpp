@@ -221,10 +221,10 @@ void fff::buildTreeKernel(RewriterBase &rewriter, Operation *op,
 
   TreeProblem inKernel = host;
   SmallVector<Value *> fields{
-      &inKernel.input,      &inKernel.routeWeights, &inKernel.routeBias,
-      &inKernel.hiddenWeights, &inKernel.hiddenBias, &inKernel.outWeights,
-      &inKernel.outBias,    &inKernel.output,       &inKernel.rows,
-      &inKernel.inWidth,    &inKernel.outWidth};
+      &inKernel.input,         &inKernel.routeWeights, &inKernel.routeBias,
+      &inKernel.hiddenWeights, &inKernel.hiddenBias,   &inKernel.outWeights,
+      &inKernel.outBias,       &inKernel.output,       &inKernel.rows,
+      &inKernel.inWidth,       &inKernel.outWidth};
   if (extension)
     llvm::append_range(fields, extension->parameters);
   KernelParameters parameters(fields);
@@ -310,9 +310,8 @@ std::string fff::whyTreeOpHasNoGPUKernel(Operation *op) {
   return whyNot;
 }
 
-FailureOr<TreeKernelOptions> fff::parseTreeKernelOptions(bool cpuTwin,
-                                                         StringRef treeVariant,
-                                                         bool staging) {
+FailureOr<TreeKernelOptions>
+fff::parseTreeKernelOptions(bool cpuTwin, StringRef treeVariant, bool staging) {
   TreeKernelOptions options;
   options.cpuTwin = cpuTwin;
   options.staging = staging;

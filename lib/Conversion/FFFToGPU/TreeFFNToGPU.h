@@ -52,8 +52,7 @@ void describeTreeWeights(mlir::ImplicitLocOpBuilder &b, mlir::Operation *op,
 /// with `builder` inside each side: the latency kernel for batches of up to
 /// kTreeLatencyBoundTokens, the throughput kernel for larger ones.
 void emitByBatchSize(mlir::OpBuilder &builder, mlir::Location loc,
-                     mlir::Value rows,
-                     llvm::ArrayRef<TreeStrategy> strategies,
+                     mlir::Value rows, llvm::ArrayRef<TreeStrategy> strategies,
                      llvm::function_ref<void(const TreeStrategy &)> emit);
 
 /// What a kernel built around the tree kernel (a fused sublayer's) adds to

@@ -1,4 +1,5 @@
-//===- UnitEvaluator.h - a fused unit's values, a vector at a time -*- C++ -*-===//
+//===- UnitEvaluator.h - a fused unit's values, a vector at a time -*- C++
+//-*-===//
 //
 // Fused units (fff.fusion) become one kernel whose per-vector code evaluates
 // the unit's pointwise ops around its fff ops: the prologue that computes a
@@ -45,7 +46,8 @@ private:
   llvm::MaybeAlign alignment(mlir::Type vectorType);
   mlir::Value splat(mlir::Attribute scalar, mlir::Type type);
   mlir::Value compute(mlir::Value tensor);
-  mlir::Operation *cloneVectorized(mlir::Operation &op, mlir::IRMapping &mapping);
+  mlir::Operation *cloneVectorized(mlir::Operation &op,
+                                   mlir::IRMapping &mapping);
 
   mlir::ImplicitLocOpBuilder &b;
   FusionOp unit;

@@ -40,8 +40,7 @@ constexpr StringLiteral kSourceAttrName = "fff.kernel_source";
 /// Null for other ops.
 static StringAttr kernelSource(Operation *op, const KernelSpec &spec,
                                ValueRange operands) {
-  if (op->getNumRegions() != 0 &&
-      !op->hasTrait<OpTrait::IsIsolatedFromAbove>())
+  if (op->getNumRegions() != 0 && !op->hasTrait<OpTrait::IsIsolatedFromAbove>())
     return {};
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -68,7 +67,8 @@ gpu::GPUFuncOp fff::lookupKernelOfIdenticalOp(Operation *op,
 }
 
 void fff::forgetKernelSources(Operation *root) {
-  root->walk([](gpu::GPUFuncOp kernel) { kernel->removeAttr(kSourceAttrName); });
+  root->walk(
+      [](gpu::GPUFuncOp kernel) { kernel->removeAttr(kSourceAttrName); });
 }
 
 gpu::GPUFuncOp fff::createKernel(RewriterBase &rewriter, Operation *op,

@@ -1,4 +1,5 @@
-//===- ContractionKernel.cpp - tiled multiply-accumulate kernels -----------===//
+//===- ContractionKernel.cpp - tiled multiply-accumulate kernels
+//-----------===//
 //
 // C[b, m, n] += sum_k A[b, m, k] * B[b, n, k], with each operand read through
 // its own indexing map, so that any layout (a transposed weight, a batch
@@ -42,7 +43,8 @@ bool isMultiplyAccumulate(linalg::GenericOp op) {
   Block *body = op.getBody();
   BlockArgument a = body->getArgument(0), b = body->getArgument(1),
                 out = body->getArgument(2);
-  auto add = body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  auto add =
+      body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
   if (!add)
     return false;
   Value product = add.getLhs() == out   ? add.getRhs()
@@ -125,8 +127,9 @@ public:
     rowBase = mul(tileRow, s.tileM);
     columnBase = mul(tileColumn, s.tileN);
 
-    SmallVector<Value> zeros(s.rowsPerThread() * s.columnsPerThread(),
-                             arith::ConstantOp::create(b, b.getF32FloatAttr(0)));
+    SmallVector<Value> zeros(
+        s.rowsPerThread() * s.columnsPerThread(),
+        arith::ConstantOp::create(b, b.getF32FloatAttr(0)));
     auto loop = scf::ForOp::create(
         b, constant(0), depth, constant(s.tileK), zeros,
         [&](OpBuilder &nested, Location loc, Value k0, ValueRange acc) {
@@ -157,8 +160,8 @@ private:
             b, sharedB, ValueRange{constant(kk), add(tx, j * s.threadsN)}));
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < columns; ++j)
-          sums[i * columns + j] =
-              math::FmaOp::create(b, aValues[i], bValues[j], sums[i * columns + j]);
+          sums[i * columns + j] = math::FmaOp::create(b, aValues[i], bValues[j],
+                                                      sums[i * columns + j]);
     }
     gpu::BarrierOp::create(b);
     return sums;
@@ -302,8 +305,7 @@ private:
 void fff::emitContractionKernel(RewriterBase &rewriter, linalg::GenericOp op,
                                 const ContractionDims &dims,
                                 const ContractionStrategy &strategy,
-                                StringRef name,
-                                gpu::GPUFuncOp &kernel) {
+                                StringRef name, gpu::GPUFuncOp &kernel) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   SmallVector<Value> sizes = loopSizes(b, op);
@@ -328,8 +330,8 @@ void fff::emitContractionKernel(RewriterBase &rewriter, linalg::GenericOp op,
     rewriter.setInsertionPointToStart(&kernel.front());
     ImplicitLocOpBuilder kb(op.getLoc(), rewriter);
     ValueRange shared = kernel.getWorkgroupAttributions();
-    ContractionEmitter(kb, op, dims, strategy, kernel.getArguments(),
-                       shared[0], shared[1])
+    ContractionEmitter(kb, op, dims, strategy, kernel.getArguments(), shared[0],
+                       shared[1])
         .emit();
     gpu::ReturnOp::create(kb);
   }

@@ -29,7 +29,8 @@ struct ContractionDims {
 /// compute it: out += a * b over one reduction dim, with floats of at most
 /// 32 bits, possibly widened before the product, and indexing maps that
 /// are projected permutations. Anything else takes the loop-nest kernel.
-std::optional<ContractionDims> matchTiledContraction(mlir::linalg::GenericOp op);
+std::optional<ContractionDims>
+matchTiledContraction(mlir::linalg::GenericOp op);
 
 /// Replaces `op` by a launch of a tiled contraction kernel named `name`:
 /// `kernel`, the kernel of an identical op, when set; otherwise one made
@@ -38,8 +39,7 @@ void emitContractionKernel(mlir::RewriterBase &rewriter,
                            mlir::linalg::GenericOp op,
                            const ContractionDims &dims,
                            const ContractionStrategy &strategy,
-                           llvm::StringRef name,
-                           mlir::gpu::GPUFuncOp &kernel);
+                           llvm::StringRef name, mlir::gpu::GPUFuncOp &kernel);
 
 /// Whether two points of `op`'s parallel loops may write the same output
 /// element: an output map that leaves out a parallel dim, names a

@@ -94,10 +94,11 @@ LogicalResult lowerToKernel(RewriterBase &rewriter, linalg::LinalgOp op,
   }
   LoopNestStrategy strategy =
       selectLoopNestStrategy(parallelPointsShareOutputs(generic));
-  emitLoopNestKernel(rewriter, generic, strategy,
-                     kernelName(opName, generic,
-                                strategy.serial ? "serial" : "thread_per_point"),
-                     kernel);
+  emitLoopNestKernel(
+      rewriter, generic, strategy,
+      kernelName(opName, generic,
+                 strategy.serial ? "serial" : "thread_per_point"),
+      kernel);
   return success();
 }
 
@@ -132,8 +133,8 @@ SmallVector<unsigned> kindsOfIdenticalOps(ArrayRef<Operation *> ops) {
       Attribute lConstant, rConstant;
       bool lIsConstant = matchPattern(l, m_Constant(&lConstant));
       bool rIsConstant = matchPattern(r, m_Constant(&rConstant));
-      return success(l.getType() == r.getType() &&
-                     lIsConstant == rIsConstant && lConstant == rConstant);
+      return success(l.getType() == r.getType() && lIsConstant == rIsConstant &&
+                     lConstant == rConstant);
     };
     return OperationEquivalence::isEquivalentTo(
         a, b, correspond, [&](Value l, Value r) { inside[l] = r; },
@@ -174,8 +175,8 @@ struct ConvertLinalgToGPUKernelsPass
     for (auto [op, kind] : llvm::zip(work, kindOf)) {
       if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         rewriter.setInsertionPoint(copy);
-        op = rewriter.replaceOpWithNewOp<linalg::CopyOp>(
-            copy, copy.getSource(), copy.getTarget());
+        op = rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                         copy.getTarget());
       }
       if (failed(lowerToKernel(rewriter, cast<linalg::LinalgOp>(op),
                                kernelOfKind[kind])))

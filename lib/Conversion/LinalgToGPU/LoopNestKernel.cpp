@@ -1,4 +1,5 @@
-//===- LoopNestKernel.cpp - any linalg op, a thread per point --------------===//
+//===- LoopNestKernel.cpp - any linalg op, a thread per point
+//--------------===//
 //
 // The kernel for linalg ops without a better one: thread t takes the t-th
 // point of the op's parallel loops (last loop fastest), walks the reduction
@@ -48,8 +49,8 @@ bool fff::parallelPointsShareOutputs(linalg::GenericOp op) {
   auto iterators = op.getIteratorTypesArray();
   return llvm::any_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
     AffineMap map = op.getMatchingIndexingMap(&init);
-    if (!llvm::all_of(map.getResults(), llvm::IsaPred<AffineDimExpr,
-                                                      AffineConstantExpr>))
+    if (!llvm::all_of(map.getResults(),
+                      llvm::IsaPred<AffineDimExpr, AffineConstantExpr>))
       return true;
     return llvm::any_of(llvm::enumerate(iterators), [&](auto dim) {
       bool parallel = dim.value() == utils::IteratorType::parallel;
@@ -91,8 +92,8 @@ namespace {
 
 /// The number of points of `op`'s parallel loops, given its loop extents:
 /// one thread each (one in all, `serial`).
-Value parallelPoints(ImplicitLocOpBuilder &b, linalg::GenericOp op,
-                     bool serial, ArrayRef<Value> sizes) {
+Value parallelPoints(ImplicitLocOpBuilder &b, linalg::GenericOp op, bool serial,
+                     ArrayRef<Value> sizes) {
   Value product = arith::ConstantIndexOp::create(b, 1);
   if (serial)
     return product;
@@ -154,9 +155,8 @@ private:
   bool outputsIgnoreWalkedDims() {
     return llvm::all_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
       AffineMap map = op.getMatchingIndexingMap(&init);
-      return llvm::none_of(walkedDims, [&](unsigned d) {
-        return map.isFunctionOfDim(d);
-      });
+      return llvm::none_of(walkedDims,
+                           [&](unsigned d) { return map.isFunctionOfDim(d); });
     });
   }
 
@@ -168,7 +168,8 @@ private:
       if (auto dim = dyn_cast<AffineDimExpr>(expr))
         indices.push_back(index[dim.getPosition()]);
       else if (auto constant = dyn_cast<AffineConstantExpr>(expr))
-        indices.push_back(arith::ConstantIndexOp::create(b, constant.getValue()));
+        indices.push_back(
+            arith::ConstantIndexOp::create(b, constant.getValue()));
       else
         indices.push_back(affine::AffineApplyOp::create(
             b, AffineMap::get(map.getNumDims(), 0, expr), index));
@@ -189,8 +190,8 @@ private:
 
   /// The outputs' current values; with `onlyIfRead`, null for outputs the
   /// body never reads (nothing to load).
-  SmallVector<Value> loadOutputs(ImplicitLocOpBuilder &b,
-                                 ArrayRef<Value> index, bool onlyIfRead) {
+  SmallVector<Value> loadOutputs(ImplicitLocOpBuilder &b, ArrayRef<Value> index,
+                                 bool onlyIfRead) {
     SmallVector<Value> values;
     for (OpOperand &init : op.getDpsInitsMutable()) {
       bool read = !op.getMatchingBlockArgument(&init).use_empty();
@@ -213,8 +214,7 @@ private:
     IRMapping mapping = captured;
     for (OpOperand *input : op.getDpsInputOperands())
       if (!op.getMatchingBlockArgument(input).use_empty())
-        mapping.map(op.getMatchingBlockArgument(input),
-                    load(b, *input, index));
+        mapping.map(op.getMatchingBlockArgument(input), load(b, *input, index));
     for (auto [init, value] : llvm::zip(op.getDpsInitsMutable(), outputs))
       if (value)
         mapping.map(op.getMatchingBlockArgument(&init), value);
@@ -243,7 +243,8 @@ private:
         [&](OpBuilder &nested, Location loc, Value iv, ValueRange iterArgs) {
           ImplicitLocOpBuilder inner(loc, nested);
           index[dim] = iv;
-          scf::YieldOp::create(inner, reduce(inner, index, level + 1, iterArgs));
+          scf::YieldOp::create(inner,
+                               reduce(inner, index, level + 1, iterArgs));
         });
     return loop.getResults();
   }
@@ -313,8 +314,9 @@ void fff::emitLoopNestKernel(RewriterBase &rewriter, linalg::GenericOp op,
             kb, gpu::BlockIdOp::create(kb, gpu::Dimension::x),
             arith::ConstantIndexOp::create(kb, strategy.threadsPerBlock)),
         gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
-    Value inRange = arith::CmpIOp::create(kb, arith::CmpIPredicate::ult, point,
-                                          parallelPoints(kb, op, strategy.serial, kernelSizes));
+    Value inRange = arith::CmpIOp::create(
+        kb, arith::CmpIPredicate::ult, point,
+        parallelPoints(kb, op, strategy.serial, kernelSizes));
     auto ifInRange = scf::IfOp::create(kb, inRange);
     kb.setInsertionPoint(ifInRange.thenBlock()->getTerminator());
     emitter.emitPoint(kb, point);

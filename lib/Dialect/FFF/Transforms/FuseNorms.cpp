@@ -98,7 +98,8 @@ Unit collectUnit(ArrayRef<Operation *> seeds) {
   }
   // Block order, so that cloning the unit keeps definitions before uses.
   SmallVector<Operation *> ordered = unit.takeVector();
-  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   unit.insert(ordered.begin(), ordered.end());
   return unit;
 }
@@ -178,9 +179,9 @@ LogicalResult formFusion(Unit unit, ArrayRef<Operation *> seeds) {
     });
 
   OpBuilder builder(last);
-  auto fusion = FusionOp::create(builder, unit.front()->getLoc(),
-                                 ValueRange(escaping).getTypes(),
-                                 inputs.getArrayRef());
+  auto fusion =
+      FusionOp::create(builder, unit.front()->getLoc(),
+                       ValueRange(escaping).getTypes(), inputs.getArrayRef());
   Block *body = builder.createBlock(&fusion.getBody());
   IRMapping mapping;
   for (Value input : inputs)
@@ -195,9 +196,8 @@ LogicalResult formFusion(Unit unit, ArrayRef<Operation *> seeds) {
   YieldOp::create(builder, fusion.getLoc(), yielded);
 
   for (auto [value, result] : llvm::zip(escaping, fusion.getResults()))
-    value.replaceUsesWithIf(result, [&](OpOperand &use) {
-      return !unit.contains(use.getOwner());
-    });
+    value.replaceUsesWithIf(
+        result, [&](OpOperand &use) { return !unit.contains(use.getOwner()); });
   for (Operation *op : llvm::reverse(unit))
     op->erase();
   return success();
