@@ -135,6 +135,7 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.hoistDynamicAllocs = true;
   outParams.modifyPublicFunctions = true;
+  pm.addPass(createFreshResultBuffers());
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCheckEntryBuffers(entryChecks));
   pm.addPass(createCanonicalizerPass());

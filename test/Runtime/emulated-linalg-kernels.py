@@ -10,8 +10,9 @@
 #     sum (a leading-dim reduction), concatenation, padding and a strided
 #     slice (copies into and out of views), and an op whose parallel points
 #     share outputs (run serially);
-#   - weights baked in as constants (copied to the device once), and empty
-#     batches (nothing launched).
+#   - weights baked in as constants (copied to the device once), empty
+#     batches (nothing launched), and a buffer returned twice next to an
+#     argument returned as it is.
 #
 # Tolerances are relative over the whole output: f32 1e-5, f16 2e-3, bf16
 # 1e-2 (inputs rounded to the storage type first, as the reference does).
@@ -306,6 +307,23 @@ empty_sm = np.zeros((0, width), np.float32)
 out = emulated.call(device, lib, "softmax", [empty_sm], [((0, width), np.float32)])
 check.equal("softmax on an empty batch: no error", isinstance(out, str), False)
 check.equal("empty batches: no kernel launched", len(emulated.launches(stats)), launched)
+
+# A buffer returned twice, and an argument returned as it is: each result
+# gets its own copy (fff-fresh-result-buffers).
+returns = emulated.build(aot, work, "returns", ["""
+func.func @returns(%x: tensor<?x6xf32>, %a: tensor<?x6xf32>)
+    -> (tensor<?x6xf32>, tensor<?x6xf32>, tensor<?x6xf32>) {
+  %h = arith.addf %x, %a : tensor<?x6xf32>
+  return %h, %h, %x : tensor<?x6xf32>, tensor<?x6xf32>, tensor<?x6xf32>
+}
+"""])
+(xb, x), (ab, a) = values((5, 6), "f32"), values((5, 6), "f32")
+out = emulated.call(device, returns, "returns", [xb, ab], [((5, 6), np.float32)] * 3)
+if isinstance(out, str):
+    check.equal("a buffer returned twice: error", out, None)
+else:
+    for label, actual, expected in zip(("first", "second", "argument"), out, (x + a, x + a, x)):
+        check.close(f"a buffer returned twice, {label} result", actual, expected, TOLERANCE["f32"])
 
 check.finish()
 

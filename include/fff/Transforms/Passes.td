@@ -130,6 +130,20 @@ def VerifyLowered : Pass<"fff-verify-lowered", "::mlir::ModuleOp"> {
   ];
 }
 
+def FreshResultBuffers : Pass<"fff-fresh-result-buffers", "::mlir::ModuleOp"> {
+  let summary = "Give every buffer a function returns an allocation of its own";
+  let description = [{
+    `buffer-results-to-out-params` turns each buffer a function returns into
+    a caller's out-parameter by taking over the buffer's allocation. A
+    buffer returned twice (`return %h, %h`), or an argument returned as it
+    is, has no allocation of its own to take over (upstream crashes on
+    both). This pass returns, in their place, a copy in a fresh buffer; the
+    copy becomes a kernel (or a loop) like any other. Identity-layout
+    buffers only, as fff's pipelines make them.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def DeviceBuffers : Pass<"fff-device-buffers", "::mlir::ModuleOp"> {
   let summary = "Place host code's buffers in GPU memory";
   let description = [{
