@@ -46,8 +46,11 @@ static void addFrontEnd(OpPassManager &pm, bool raise) {
 }
 
 /// Whole-module bufferization; function arguments and results become
-/// identity-layout memrefs, the ABI fff-run and AOT callers rely on.
+/// identity-layout memrefs, the ABI fff-run and AOT callers rely on. The
+/// callers' buffers are never written, and every result gets its own.
 static void addBufferization(OpPassManager &pm) {
+  pm.addPass(fff::createReadOnlyArguments());
+  pm.addPass(fff::createFreshResultBuffers());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -2,6 +2,7 @@
 
 #include "fff/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -38,8 +39,17 @@ struct FreshResultBuffersPass
       OpBuilder b(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         Value value = operand.get();
-        auto type = dyn_cast<MemRefType>(value.getType());
         bool firstReturn = returned.insert(value).second;
+        // Tensors: one-shot bufferization takes an argument returned as it
+        // is, but not a value returned twice.
+        if (isa<RankedTensorType>(value.getType())) {
+          if (!firstReturn)
+            operand.set(bufferization::AllocTensorOp::create(
+                b, ret.getLoc(), cast<RankedTensorType>(value.getType()),
+                /*dynamicSizes=*/ValueRange(), /*copy=*/value));
+          continue;
+        }
+        auto type = dyn_cast<MemRefType>(value.getType());
         if (!type || !type.getLayout().isIdentity() ||
             (firstReturn && !isa<BlockArgument>(value)))
           continue;

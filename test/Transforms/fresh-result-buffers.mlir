@@ -18,3 +18,16 @@ func.func @returns(%x: memref<?x6xf32>, %n: index)
   %h = memref.alloc(%n) : memref<?x6xf32>
   return %h, %h, %x : memref<?x6xf32>, memref<?x6xf32>, memref<?x6xf32>
 }
+
+// On tensors, only the second return of a value needs a copy: one-shot
+// bufferization takes an argument returned as it is.
+// CHECK-LABEL: func.func @tensors
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x6xf32>, %[[A:.*]]: tensor<?x6xf32>)
+// CHECK:         %[[H:.*]] = arith.addf %[[X]], %[[A]]
+// CHECK:         %[[COPY:.*]] = bufferization.alloc_tensor() copy(%[[H]])
+// CHECK:         return %[[H]], %[[COPY]], %[[X]]
+func.func @tensors(%x: tensor<?x6xf32>, %a: tensor<?x6xf32>)
+    -> (tensor<?x6xf32>, tensor<?x6xf32>, tensor<?x6xf32>) {
+  %h = arith.addf %x, %a : tensor<?x6xf32>
+  return %h, %h, %x : tensor<?x6xf32>, tensor<?x6xf32>, tensor<?x6xf32>
+}

@@ -130,18 +130,44 @@ def VerifyLowered : Pass<"fff-verify-lowered", "::mlir::ModuleOp"> {
   ];
 }
 
+def ReadOnlyArguments : Pass<"fff-read-only-arguments", "::mlir::ModuleOp"> {
+  let summary = "Keep bufferization from writing into callers' tensors";
+  let description = [{
+    With function boundaries bufferized, one-shot bufferization treats a
+    public function's tensor arguments as writable, and may compute a
+    result in place in an argument's buffer: an elementwise `x + a`
+    written into x's buffer overwrites the caller's array (a numpy array
+    passed to a function compiled by `fff.compile`, say). This pass marks
+    every tensor argument of a public function `bufferization.writable =
+    false` unless the IR already says otherwise, so that results get
+    buffers of their own.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
 def FreshResultBuffers : Pass<"fff-fresh-result-buffers", "::mlir::ModuleOp"> {
   let summary = "Give every buffer a function returns an allocation of its own";
   let description = [{
-    `buffer-results-to-out-params` turns each buffer a function returns into
-    a caller's out-parameter by taking over the buffer's allocation. A
-    buffer returned twice (`return %h, %h`), or an argument returned as it
-    is, has no allocation of its own to take over (upstream crashes on
-    both). This pass returns, in their place, a copy in a fresh buffer; the
-    copy becomes a kernel (or a loop) like any other. Identity-layout
-    buffers only, as fff's pipelines make them.
+    A function may return one value twice (`return %h, %h`) or an argument
+    as it is; upstream bufferization takes neither everywhere:
+
+    - on tensors, one-shot bufferization refuses a value returned twice:
+      its second return becomes a copy (`bufferization.alloc_tensor
+      copy(%h)`);
+    - on buffers, `buffer-results-to-out-params` turns each returned buffer
+      into a caller's out-parameter by taking over its allocation, and
+      crashes on a buffer without one of its own: a second return of a
+      buffer, or an argument, is returned as a copy in a fresh buffer
+      (identity layouts, as fff's pipelines make them).
+
+    The copies become kernels (or loops) like any other work. The pipelines
+    run this pass before bufferization and, on the GPU, again before the
+    out-parameters.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
 }
 
 def DeviceBuffers : Pass<"fff-device-buffers", "::mlir::ModuleOp"> {
