@@ -282,6 +282,22 @@ def run_case(spec, rows):
 ROUTE_MARGIN = 1e-3
 
 
+def stable_rows_error(y, ref, stable):
+    """||y - ref|| / ||ref|| over the rows whose routes are unambiguous; inf
+    when y holds a non-finite value."""
+    y = y.double()[stable]
+    if not torch.isfinite(y).all():
+        return float("inf")
+    return ((y - ref[stable]).norm() / ref[stable].norm()).item()
+
+
+def enough_rows_compared(stable, batch):
+    """Along a path of 12 levels, about a quarter of random rows meet a logit
+    within the margin; fewer than half compared means something is off,
+    where there are rows enough to say so."""
+    return stable.any().item() and (batch < 64 or stable.float().mean().item() > 0.5)
+
+
 def tree_inputs(spec, batch, sets):
     """Weights as a trained layer would have them (scaled so that logits and
     outputs are O(1)), and `sets` input/output pairs."""
@@ -417,14 +433,8 @@ def run_tree_case(spec, batch):
         fff_step(lib)(s)
         synchronize()
         check_error(f"{spec['function']} ({variant})", lib)
-        y = s["y"].double()[stable]
-        error = max(error, ((y - ref[stable]).norm() / ref[stable].norm()).item()
-                    if torch.isfinite(y).all() else float("inf"))
-    # Along a path of 12 levels, about a quarter of random rows meet a logit
-    # within the margin; fewer than half compared means something is off,
-    # where there are rows enough to say so.
-    enough = stable.any().item() and (batch < 64 or stable.float().mean().item() > 0.5)
-    ok = error <= TOLERANCE[spec["dtype"]] and enough
+        error = max(error, stable_rows_error(s["y"], ref, stable))
+    ok = error <= TOLERANCE[spec["dtype"]] and enough_rows_compared(stable, batch)
 
     times = {variant: graph_time_us(fff_step(lib), sets) for variant, lib in tree_libraries.items()}
     for variant, lib in tree_libraries.items():
@@ -592,15 +602,12 @@ def run_sublayer_case(spec, batch):
         if stable.any():
             break
         s["x"] = torch.randn_like(s["x"], dtype=torch.float32).to(s["x"].dtype)
-    y = s["y"].double()[stable]
-    error = ((y - ref[stable]).norm() / ref[stable].norm()).item() if torch.isfinite(y).all() else float("inf")
-    enough = stable.any().item() and (batch < 64 or stable.float().mean().item() > 0.5)
-    ok = error <= TOLERANCE[spec["dtype"]] and enough
+    error = stable_rows_error(s["y"], ref, stable)
+    ok = error <= TOLERANCE[spec["dtype"]] and enough_rows_compared(stable, batch)
 
     eager = torch_sublayer(spec)
     # The baseline must compute the same thing, within its own roundings.
-    base = eager(s).double()[stable]
-    baseline_error = ((base - ref[stable]).norm() / ref[stable].norm()).item()
+    baseline_error = stable_rows_error(eager(s), ref, stable)
     ok = ok and baseline_error <= 3 * TOLERANCE[spec["dtype"]]
     compiled = compiled_sublayers.setdefault(spec["function"], torch.compile(eager))
     fff_us = graph_time_us(fff_step, sets)

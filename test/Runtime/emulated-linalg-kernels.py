@@ -183,13 +183,17 @@ xb, x = values((rows, width), "f32", 3.0)
 shifted = np.exp(x - x.max(1, keepdims=True))
 cases.append(("softmax", [xb], shifted / shifted.sum(1, keepdims=True), "f32", "f32"))
 
-# A column sum: the reduction over the leading dim, a thread per column.
+# A sum over the leading dim, [rows, width] -> [width], with the given
+# iterator types for (i, j).
 c_in, c_out = tensor((rows, width), "f32"), tensor((width,), "f32")
-functions.append(f"""func.func @column_sum(%x: {c_in}) -> {c_out} {{
+
+
+def leading_dim_sum(name, iterators):
+    functions.append(f"""func.func @{name}(%x: {c_in}) -> {c_out} {{
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : {c_out}
   %z = linalg.fill ins(%zero : f32) outs(%e : {c_out}) -> {c_out}
-  %s = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}} ins(%x : {c_in}) outs(%z : {c_out}) {{
+  %s = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = {iterators}}} ins(%x : {c_in}) outs(%z : {c_out}) {{
   ^bb0(%a: f32, %acc: f32):
     %r = arith.addf %a, %acc : f32
     linalg.yield %r : f32
@@ -197,25 +201,15 @@ functions.append(f"""func.func @column_sum(%x: {c_in}) -> {c_out} {{
   return %s : {c_out}
 }}
 """)
-xb, x = values((rows, width), "f32")
-cases.append(("column_sum", [xb], x.sum(0), "f32", "f32"))
+    xb, x = values((rows, width), "f32")
+    cases.append((name, [xb], x.sum(0), "f32", "f32"))
 
+
+# A column sum: the reduction over the leading dim, a thread per column.
+leading_dim_sum("column_sum", '["reduction", "parallel"]')
 # Parallel points that share outputs (the iterators mislabel a reduction):
 # linalg's semantics are sequential, which the serial kernel keeps.
-functions.append(f"""func.func @shared_outputs(%x: {c_in}) -> {c_out} {{
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : {c_out}
-  %z = linalg.fill ins(%zero : f32) outs(%e : {c_out}) -> {c_out}
-  %s = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["parallel", "reduction"]}} ins(%x : {c_in}) outs(%z : {c_out}) {{
-  ^bb0(%a: f32, %acc: f32):
-    %r = arith.addf %a, %acc : f32
-    linalg.yield %r : f32
-  }} -> {c_out}
-  return %s : {c_out}
-}}
-""")
-xb, x = values((rows, width), "f32")
-cases.append(("shared_outputs", [xb], x.sum(0), "f32", "f32"))
+leading_dim_sum("shared_outputs", '["parallel", "reduction"]')
 
 # Copies through views: concatenation, zero padding, a strided slice.
 a_t, b2_t, cat_t = tensor((5, 7), "f32"), tensor((5, 4), "f32"), tensor((5, 11), "f32")
