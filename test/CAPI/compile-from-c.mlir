@@ -9,6 +9,12 @@
 // CPU: llvm.func @rms_norm
 // RUN: %t.compile %s 'fff-gpu-pipeline{chip=sm_90}' --ptx | FileCheck %s --check-prefix=PTX
 // PTX: .entry rms_norm_bf16_768_warp_per_row
+// A fused unit's terminator is one to the MLIR library the program runs with:
+// RUN: %t.compile %S/Inputs/residual-norm.mlir 'builtin.module(fff-fuse-norms)' --print | FileCheck %s --check-prefix=FUSED
+// FUSED: fff.fusion
+// FUSED: fff.yield
+// RUN: %t.compile %S/Inputs/residual-norm.mlir fff-cpu-pipeline --print | FileCheck %s --check-prefix=FUSED-CPU
+// FUSED-CPU: llvm.func @residual_rms_norm
 // RUN: %t.compile %s none --describe | FileCheck %s --check-prefix=DESCRIBE
 // DESCRIBE: [{"arguments":[{"element":"bf16","shape":[-1,768]},{"element":"bf16","shape":[768]}],"name":"rms_norm","results":[{"element":"bf16","shape":[-1,768]}]}]
 // RUN: not %t.compile %s 'fff-gpu-pipeline{chip=sm_95}' --print 2>&1 | FileCheck %s --check-prefix=ERROR
