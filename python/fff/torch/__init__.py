@@ -1,0 +1,27 @@
+"""fff from PyTorch.
+
+    import fff.torch
+    compiled = torch.compile(model, backend="fff")      # norms to fff, the rest to Inductor
+    fff.torch.explain(model, x)                           # what fff took, what it left, and why
+    layer = fff.torch.TreeFFN(768, 768, depth=11)         # UltraFastBERT's layer, on fff's kernels
+    layer = fff.torch.TreeFFN.from_ultrafastbert(fff_layer)
+    layer = fff.torch.LeafTreeFFN.from_fastfeedforward(fff_module)
+
+Importing it registers the backend "fff" and the custom ops fff::tree_ffn,
+fff::leaf_tree_ffn and fff::region. See docs/PyTorch.md.
+"""
+
+import torch
+from torch._dynamo import register_backend as _register_backend
+
+from ._backend import Report, backend, explain
+from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
+
+
+@_register_backend(name="fff")
+def _fff_backend(gm, example_inputs, options=None):
+    """torch.compile(model, backend="fff", options={"fallback": "eager"})."""
+    return backend(gm, example_inputs, **(options or {}))
+
+
+__all__ = ["LeafTreeFFN", "Report", "TreeFFN", "backend", "explain", "leaf_tree_ffn", "tree_ffn"]

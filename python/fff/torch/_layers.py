@@ -1,0 +1,303 @@
+"""Tree layers in PyTorch: the custom ops fff::tree_ffn and
+fff::leaf_tree_ffn, run on fff's kernels (CPU JIT, or CUDA), their
+nn.Modules, and converters from the FFF authors' own layers."""
+
+import functools
+import math
+
+import torch
+
+from .._compiler import compile as _compile
+from .._fff import FFFError
+
+_ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "identity")
+
+
+def _tensor_type(shape, element):
+    return "tensor<" + "".join(("?" if d is None else str(d)) + "x" for d in shape) + element + ">"
+
+
+def _target(device):
+    """(target, pipeline options) for the device a call's tensors are on."""
+    if device.type == "cpu":
+        return "cpu", ()
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        return "cuda", (("chip", f"sm_{major}{minor}"),)
+    raise FFFError(f"fff runs on CPU and CUDA tensors, not on '{device.type}'")
+
+
+@functools.lru_cache(maxsize=None)
+def _executable(text, target, options):
+    """One compiled module per distinct op and shape (the batch is dynamic),
+    shared by every layer and call that needs it."""
+    return _compile(text, target=target, **dict(options))
+
+
+def _element(name, tensor, like):
+    if tensor.dtype != like.dtype:
+        raise ValueError(f"{name} is {tensor.dtype}, but x is {like.dtype}: a tree layer's tensors share one dtype")
+    if tensor.device != like.device:
+        raise ValueError(f"{name} is on {tensor.device}, but x is on {like.device}")
+
+
+def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
+    if x.dtype not in _ELEMENT:
+        raise ValueError(f"fff::tree_ffn takes f32, f16 or bf16 tensors, not {x.dtype}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation '{activation}': expected one of {', '.join(ACTIVATIONS)}")
+    if depth < 0:
+        raise ValueError(f"depth must be at least 0, got {depth}")
+    nodes = 2 ** (depth + 1) - 1
+    if x.dim() < 1 or w_in.dim() != 3 or w_out.dim() != 3:
+        raise ValueError("fff::tree_ffn takes x [..., Din], w_in [K, N, Din] and w_out [K, N, Dout]")
+    trees, din = w_in.shape[0], w_in.shape[2]
+    if tuple(w_in.shape[:2]) != (trees, nodes) or tuple(w_out.shape[:2]) != (trees, nodes):
+        raise ValueError(f"a depth-{depth} tree has {nodes} nodes: w_in is {list(w_in.shape)} and w_out is "
+                         f"{list(w_out.shape)}, expected [K, {nodes}, ...]")
+    if x.shape[-1] != din:
+        raise ValueError(f"x rows are {x.shape[-1]} wide, but w_in takes {din}")
+    if b_in is not None and tuple(b_in.shape) != (trees, nodes):
+        raise ValueError(f"b_in is {list(b_in.shape)}, expected [{trees}, {nodes}]")
+    if b_out is not None and tuple(b_out.shape) != (w_out.shape[2],):
+        raise ValueError(f"b_out is {list(b_out.shape)}, expected [{w_out.shape[2]}]")
+    for name, t in (("w_in", w_in), ("b_in", b_in), ("w_out", w_out), ("b_out", b_out)):
+        if t is not None:
+            _element(name, t, x)
+
+
+def _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    if x.dtype not in _ELEMENT:
+        raise ValueError(f"fff::leaf_tree_ffn takes f32, f16 or bf16 tensors, not {x.dtype}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation '{activation}': expected one of {', '.join(ACTIVATIONS)}")
+    if depth < 0:
+        raise ValueError(f"depth must be at least 0, got {depth}")
+    leaves, din = 2 ** depth, x.shape[-1]
+    width, dout = w1.shape[-1], w2.shape[-1]
+    expected = {"node_w": (leaves - 1, din), "node_b": (leaves - 1,), "w1": (leaves, din, width),
+                "b1": (leaves, width), "w2": (leaves, width, dout), "b2": (leaves, dout)}
+    for name, t in (("node_w", node_w), ("node_b", node_b), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)):
+        if tuple(t.shape) != expected[name]:
+            raise ValueError(f"a depth-{depth} leaf tree over rows {din} wide takes {name} "
+                             f"{list(expected[name])}, got {list(t.shape)}")
+        _element(name, t, x)
+
+
+def _tree_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):
+    x, wi, wo = (_tensor_type(s, element) for s in [(None, din), (trees, nodes, din), (trees, nodes, dout)])
+    bi, bo, y = (_tensor_type(s, element) for s in [(trees, nodes), (dout,), (None, dout)])
+    params = [f"%x: {x}", f"%wi: {wi}"] + ([f"%bi: {bi}"] if bias_in else []) + [f"%wo: {wo}"] + \
+        ([f"%bo: {bo}"] if bias_out else [])
+    operand_in = f"%wi bias(%bi : {bi})" if bias_in else "%wi"
+    operand_out = f"%wo bias(%bo : {bo})" if bias_out else "%wo"
+    return (f"func.func @tree({', '.join(params)}) -> {y} {{\n"
+            f"  %y = fff.tree_ffn %x, {operand_in}, {operand_out} "
+            f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {x}, {wi}, {wo}\n"
+            f"  return %y : {y}\n}}\n")
+
+
+def _leaf_text(element, din, width, dout, depth, activation):
+    leaves = 2 ** depth
+    shapes = [(None, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width),
+              (leaves, width, dout), (leaves, dout)]
+    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
+    types = [_tensor_type(s, element) for s in shapes]
+    y = _tensor_type((None, dout), element)
+    return (f"func.func @leaf({', '.join(f'%{n}: {t}' for n, t in zip(names, types))}) -> {y} {{\n"
+            f"  %y = fff.leaf_tree_ffn {', '.join('%' + n for n in names)} "
+            f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {', '.join(types)}\n"
+            f"  return %y : {y}\n}}\n")
+
+
+def _run(function, x, operands, dout):
+    """Calls `function` on x's rows (leading dims flattened) and gives y the
+    leading dims back."""
+    rows = x.reshape(-1, x.shape[-1]).contiguous()
+    operands = [t.contiguous() for t in operands]
+    if x.device.type == "cuda":
+        y = rows.new_empty((rows.shape[0], dout))
+        function(rows, *operands, out=y)
+    else:
+        y = function(rows, *operands)
+    return y.reshape(*x.shape[:-1], dout)
+
+
+def _no_gradient(name):
+    def backward(ctx, grad):
+        raise RuntimeError(f"{name} has no gradient: fff runs tree layers for inference only. Train with the "
+                           "authors' code and convert the trained layer (fff.torch.TreeFFN.from_ultrafastbert, "
+                           "fff.torch.LeafTreeFFN.from_fastfeedforward)")
+    return backward
+
+
+@torch.library.custom_op("fff::tree_ffn", mutates_args=())
+def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_out: torch.Tensor,
+             b_out: torch.Tensor | None, depth: int, activation: str = "gelu") -> torch.Tensor:
+    """UltraFastBERT's tree layer (fff.tree_ffn) on x [..., Din]."""
+    _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    trees, nodes, din = w_in.shape
+    dout = w_out.shape[2]
+    text = _tree_text(_ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
+                      b_in is not None, b_out is not None)
+    operands = [t for t in (w_in, b_in, w_out, b_out) if t is not None]
+    return _run(_executable(text, *_target(x.device)).tree, x, operands, dout)
+
+
+@tree_ffn.register_fake
+def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
+    _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    return x.new_empty((*x.shape[:-1], w_out.shape[2]))
+
+
+@torch.library.custom_op("fff::leaf_tree_ffn", mutates_args=())
+def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w1: torch.Tensor,
+                  b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
+                  activation: str = "relu") -> torch.Tensor:
+    """The original FFF (fff.leaf_tree_ffn) on x [..., Din]."""
+    _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    dout = w2.shape[-1]
+    text = _leaf_text(_ELEMENT[x.dtype], x.shape[-1], w1.shape[-1], dout, depth, activation)
+    return _run(_executable(text, *_target(x.device)).leaf, x, [node_w, node_b, w1, b1, w2, b2], dout)
+
+
+@leaf_tree_ffn.register_fake
+def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
+    _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    return x.new_empty((*x.shape[:-1], w2.shape[-1]))
+
+
+tree_ffn.register_autograd(_no_gradient("fff::tree_ffn"))
+leaf_tree_ffn.register_autograd(_no_gradient("fff::leaf_tree_ffn"))
+
+
+def _activation_name(activation):
+    """fff's name for an activation given as a torch module, its class or a
+    function."""
+    if isinstance(activation, str):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation '{activation}': expected one of {', '.join(ACTIVATIONS)}")
+        return activation
+    module = activation() if isinstance(activation, type) else activation
+    kind = type(module).__name__ if isinstance(module, torch.nn.Module) else getattr(module, "__name__", "")
+    if kind == "GELU":
+        return "gelu_tanh" if getattr(module, "approximate", "none") == "tanh" else "gelu"
+    names = {"ReLU": "relu", "relu": "relu", "SiLU": "silu", "silu": "silu", "Identity": "identity", "gelu": "gelu"}
+    if kind not in names:
+        raise ValueError(f"fff has no activation for {kind or module!r}: it takes {', '.join(ACTIVATIONS)}")
+    return names[kind]
+
+
+class TreeFFN(torch.nn.Module):
+    """UltraFastBERT's fast feedforward layer: K trees of depth+1 levels; each
+    row walks one path per tree, and its output is the sum of the visited
+    neurons' act(x . w_in[k, n] + b_in[k, n]) * w_out[k, n], plus b_out. Its
+    forward is the custom op fff::tree_ffn; inference only."""
+
+    def __init__(self, input_width, output_width, depth, trees=1, activation="gelu", bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        nodes = 2 ** (depth + 1) - 1
+        factory = {"device": device, "dtype": dtype}
+        self.depth, self.activation = depth, _activation_name(activation)
+        self.w_in = torch.nn.Parameter(torch.empty(trees, nodes, input_width, **factory))
+        self.b_in = torch.nn.Parameter(torch.empty(trees, nodes, **factory)) if bias else None
+        self.w_out = torch.nn.Parameter(torch.empty(trees, nodes, output_width, **factory))
+        self.b_out = torch.nn.Parameter(torch.empty(output_width, **factory)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # UltraFastBERT's initialization: U(+-1/sqrt(Din)) in, U(+-1/sqrt(depth+1)) out.
+        bound_in, bound_out = 1 / math.sqrt(self.w_in.shape[2]), 1 / math.sqrt(self.depth + 1)
+        with torch.no_grad():
+            for p, bound in ((self.w_in, bound_in), (self.b_in, bound_in), (self.w_out, bound_out)):
+                if p is not None:
+                    p.uniform_(-bound, bound)
+            if self.b_out is not None:
+                self.b_out.zero_()
+
+    def forward(self, x):
+        return torch.ops.fff.tree_ffn(x, self.w_in, self.b_in, self.w_out, self.b_out, self.depth,
+                                      self.activation)
+
+    def extra_repr(self):
+        trees, nodes, din = self.w_in.shape
+        return (f"input_width={din}, output_width={self.w_out.shape[2]}, depth={self.depth}, trees={trees}, "
+                f"activation={self.activation}")
+
+    @classmethod
+    def from_ultrafastbert(cls, layer):
+        """The same layer as UltraFastBERT's FFF module (`linear_in`: [K*N, Din]
+        with bias, `linear_out`: [Dout, K*N], `depth`, `parallel_size`,
+        `activation`), with its weights copied."""
+        trees, depth = layer.parallel_size, layer.depth
+        nodes = 2 ** (depth + 1) - 1
+        w_in, w_out = layer.linear_in.weight, layer.linear_out.weight
+        if tuple(w_in.shape[:1]) != (trees * nodes,) or w_out.shape[1] != trees * nodes:
+            raise ValueError(f"linear_in {list(w_in.shape)} and linear_out {list(w_out.shape)} do not hold "
+                             f"{trees} trees of depth {depth} ({nodes} nodes each)")
+        has_bias_out = getattr(layer.linear_out, "bias", None) is not None
+        tree = cls(w_in.shape[1], w_out.shape[0], depth, trees, _activation_name(getattr(layer, "activation", "gelu")),
+                   device=w_in.device, dtype=w_in.dtype)
+        with torch.no_grad():
+            tree.w_in.copy_(w_in.reshape(trees, nodes, -1))
+            tree.b_in.copy_(layer.linear_in.bias.reshape(trees, nodes))
+            # Row n of w_out is neuron n's output weights: linear_out's column.
+            tree.w_out.copy_(w_out.t().reshape(trees, nodes, -1))
+            tree.b_out.copy_(layer.linear_out.bias if has_bias_out else torch.zeros_like(tree.b_out))
+        return tree
+
+
+class LeafTreeFFN(torch.nn.Module):
+    """The original fast feedforward layer (Belcak & Wattenhofer 2023): depth
+    routing hyperplanes choose one small MLP leaf per row, which computes
+    act(x @ w1 + b1) @ w2 + b2. Its forward is the custom op
+    fff::leaf_tree_ffn; inference only."""
+
+    def __init__(self, input_width, leaf_width, output_width, depth, activation="relu", device=None, dtype=None):
+        super().__init__()
+        leaves = 2 ** depth
+        factory = {"device": device, "dtype": dtype}
+        self.depth, self.activation = depth, _activation_name(activation)
+        self.node_w = torch.nn.Parameter(torch.empty(leaves - 1, input_width, **factory))
+        self.node_b = torch.nn.Parameter(torch.empty(leaves - 1, **factory))
+        self.w1 = torch.nn.Parameter(torch.empty(leaves, input_width, leaf_width, **factory))
+        self.b1 = torch.nn.Parameter(torch.empty(leaves, leaf_width, **factory))
+        self.w2 = torch.nn.Parameter(torch.empty(leaves, leaf_width, output_width, **factory))
+        self.b2 = torch.nn.Parameter(torch.empty(leaves, output_width, **factory))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound_in, bound_out = 1 / math.sqrt(self.w1.shape[1]), 1 / math.sqrt(self.w1.shape[2])
+        with torch.no_grad():
+            for p, bound in ((self.node_w, bound_in), (self.node_b, bound_in), (self.w1, bound_in),
+                             (self.b1, bound_in), (self.w2, bound_out), (self.b2, bound_out)):
+                p.uniform_(-bound, bound)
+
+    def forward(self, x):
+        return torch.ops.fff.leaf_tree_ffn(x, self.node_w, self.node_b, self.w1, self.b1, self.w2, self.b2,
+                                           self.depth, self.activation)
+
+    def extra_repr(self):
+        leaves, din, width = self.w1.shape
+        return (f"input_width={din}, leaf_width={width}, output_width={self.w2.shape[2]}, depth={self.depth}, "
+                f"activation={self.activation}")
+
+    @classmethod
+    def from_fastfeedforward(cls, layer):
+        """The same layer as the `fastfeedforward` package's FFF module in
+        eval mode, with its weights copied. Its eval forward adds no leaf
+        output bias (`b2s` is used in training only), so b2 is zero here."""
+        depth = int(layer.depth.item()) if torch.is_tensor(layer.depth) else int(layer.depth)
+        w1 = layer.w1s
+        leaf = cls(layer.input_width, layer.leaf_width, layer.output_width, depth,
+                   _activation_name(layer.activation), device=w1.device, dtype=w1.dtype)
+        with torch.no_grad():
+            leaf.node_w.copy_(layer.node_weights)
+            leaf.node_b.copy_(layer.node_biases.reshape(-1))
+            leaf.w1.copy_(layer.w1s)
+            leaf.b1.copy_(layer.b1s)
+            leaf.w2.copy_(layer.w2s)
+            leaf.b2.zero_()
+        return leaf
