@@ -85,6 +85,10 @@ class Function:
                 if spec["element"] is None:
                     raise FFFError(f"@{self.name} {kind} #{i} is not a ranked tensor; "
                                    "fff's Python functions pass tensors")
+        # Results come back through one pointer: to the descriptor, or to a
+        # struct of them (laid end to end: all fields are 8 bytes).
+        fields = [(f"r{i}", _memref.descriptor_type(len(spec["shape"]))) for i, spec in enumerate(self.results)]
+        self._results_type = type("Results", (ctypes.Structure,), {"_fields_": fields})
         packed = executable._engine.lookup("_mlir_ciface_" + self.name)
         self._packed = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(packed)
 
@@ -114,12 +118,8 @@ class Function:
     def _call_cpu(self, args):
         described = [_memref.host_argument(f"@{self.name} argument #{i}", value, spec)
                      for i, (value, spec) in enumerate(zip(args, self.arguments))]
-        results = [_memref.descriptor_type(len(spec["shape"]))() for spec in self.results]
-        # Results come back through one pointer: to the descriptor, or to a
-        # struct of them (laid end to end: all fields are 8 bytes).
-        fields = [(f"r{i}", type(r)) for i, r in enumerate(results)]
-        storage = type("Results", (ctypes.Structure,), {"_fields_": fields})() if results else None
-        pointers = ([ctypes.c_void_p(ctypes.addressof(storage))] if results else []) + \
+        storage = self._results_type() if self.results else None
+        pointers = ([ctypes.c_void_p(ctypes.addressof(storage))] if self.results else []) + \
             [ctypes.c_void_p(ctypes.addressof(d)) for d, _ in described]
         self._call(pointers)
         inputs = {d.allocated for d, _ in described}

@@ -3,6 +3,7 @@ tensors on the CPU, and CUDA arrays (`__cuda_array_interface__`, which
 torch CUDA tensors have) on the GPU."""
 
 import ctypes
+import functools
 import weakref
 
 import numpy as np
@@ -21,6 +22,7 @@ _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [ctypes.c_void_p]
 
 
+@functools.lru_cache(maxsize=None)
 def descriptor_type(rank):
     """{allocated, aligned, offset, sizes[rank], strides[rank]}, as MLIR lays
     a memref out for C."""
@@ -29,6 +31,15 @@ def descriptor_type(rank):
                     ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
                     ("strides", ctypes.c_int64 * rank)]
     return Descriptor
+
+
+def contiguous_strides(shape):
+    """Row-major strides, in elements."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return strides[::-1]
 
 
 def describe(pointer, shape, strides):
@@ -81,8 +92,7 @@ def host_argument(where, value, spec):
         check_shape(where, value.shape, spec)
         value = value.contiguous()
         shape = list(value.shape)
-        strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
-        return describe(value.data_ptr(), shape, strides), value
+        return describe(value.data_ptr(), shape, contiguous_strides(shape)), value
     array = np.asarray(value)
     if array.dtype != NUMPY_DTYPES[element]:
         raw = " (raw bf16 bits)" if element == "bf16" else ""
@@ -90,8 +100,7 @@ def host_argument(where, value, spec):
                        f"numpy dtype {np.dtype(NUMPY_DTYPES[element])}{raw}")
     check_shape(where, array.shape, spec)
     array = np.require(array, requirements=["C", "A"])
-    strides = [int(np.prod(array.shape[i + 1:])) for i in range(array.ndim)]
-    return describe(array.ctypes.data, list(array.shape), strides), array
+    return describe(array.ctypes.data, list(array.shape), contiguous_strides(array.shape)), array
 
 
 class _Allocation:
@@ -154,7 +163,7 @@ def cuda_argument(where, value, spec):
     shape = list(interface["shape"])
     check_shape(where, shape, spec)
     itemsize = int(interface["typestr"][2:])
-    contiguous = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    contiguous = contiguous_strides(shape)
     strides = interface.get("strides")
     strides = contiguous if strides is None else [s // itemsize for s in strides]
     # Strides of unit dims do not matter (torch may give any).

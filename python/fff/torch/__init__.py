@@ -11,9 +11,12 @@ Importing it registers the backend "fff" and the custom ops fff::tree_ffn,
 fff::leaf_tree_ffn and fff::region. See docs/PyTorch.md.
 """
 
-import torch
+import atexit
+import gc
+
 from torch._dynamo import register_backend as _register_backend
 
+from . import _backend, _layers
 from ._backend import Report, backend, explain
 from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
 
@@ -22,6 +25,16 @@ from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
 def _fff_backend(gm, example_inputs, options=None):
     """torch.compile(model, backend="fff", options={"fallback": "eager"})."""
     return backend(gm, example_inputs, **(options or {}))
+
+
+@atexit.register
+def _release_executables():
+    # Compiled executables live in module-level caches; released before the
+    # interpreter tears the extension down, not after (nanobind reports
+    # objects still alive then as leaks).
+    _backend.release_executables()
+    _layers.release_executables()
+    gc.collect()
 
 
 __all__ = ["LeafTreeFFN", "Report", "TreeFFN", "backend", "explain", "leaf_tree_ffn", "tree_ffn"]

@@ -137,6 +137,11 @@ def _compiled(ir):
     return _compile(ir, target="cpu")
 
 
+def release_executables():
+    _compiled.cache_clear()
+    _REGIONS.clear()
+
+
 def _example(values):
     """Real tensors shaped like `values` (a dynamic extent takes its size
     hint), and torch.export's dynamic shapes for them: one Dim per symbol."""
@@ -257,6 +262,13 @@ def backend(gm, example_inputs, fallback="inductor", report=None):
     if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
         for n in nodes:
             report.leave(n, f"the graph needs gradients, which fff's regions do not give: all of it goes to {fallback}")
+        return _fallback(fallback, gm, example_inputs)
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if devices - {"cpu"}:
+        # fff's regions run on the CPU JIT; its CUDA route is the tree ops'.
+        for n in nodes:
+            report.leave(n, f"the graph runs on {', '.join(sorted(devices - {'cpu'}))}, and fff's backend takes "
+                         f"CPU graphs: all of it goes to {fallback}")
         return _fallback(fallback, gm, example_inputs)
     for n in nodes:
         if op_name(n) in _TREE_OPS.values():

@@ -35,6 +35,10 @@ def _executable(text, target, options):
     return _compile(text, target=target, **dict(options))
 
 
+def release_executables():
+    _executable.cache_clear()
+
+
 def _element(name, tensor, like):
     if tensor.dtype != like.dtype:
         raise ValueError(f"{name} is {tensor.dtype}, but x is {like.dtype}: a tree layer's tensors share one dtype")
