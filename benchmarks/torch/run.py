@@ -126,8 +126,8 @@ def cases():
 def main():
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median ms per call, "
           f"{REPEAT} calls after two warm-ups\n")
-    print("| case | eager | Inductor | fff | fff vs eager | fff vs Inductor | fff took |")
-    print("|---|---|---|---|---|---|---|")
+    print("| case | eager | Inductor | fff | fff vs eager | fff vs Inductor | fff's error | fff took |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, model, args in cases():
         model.eval()
         times = {}
@@ -135,10 +135,15 @@ def main():
             torch._dynamo.reset()
             fn = model if backend == "eager" else torch.compile(model, backend=backend)
             times[backend] = median_ms(fn, *args)
+        with torch.no_grad():  # A fast wrong answer is no result.
+            expected, actual = model(*args).double(), fn(*args).double()
+        error = ((actual - expected).norm() / expected.norm()).item()
+        if error > 2e-2:
+            raise SystemExit(f"{name}: fff's result is off by {error:.1e} (relative)")
         report = fff.torch.explain(model, *args, print_report=False)
         took = ", ".join(f"{k} x{v}" for k, v in sorted(report.taken.items())) or "nothing"
         print(f"| {name} | {times['eager']:.2f} | {times['inductor']:.2f} | {times['fff']:.2f} | "
-              f"{times['eager'] / times['fff']:.2f}x | {times['inductor'] / times['fff']:.2f}x | "
+              f"{times['eager'] / times['fff']:.2f}x | {times['inductor'] / times['fff']:.2f}x | {error:.1e} | "
               f"{report.ops_taken}/{report.ops} ops: {took} |", flush=True)
     # The tree layer against the dense FF it replaces, both compiled.
     x = torch.randn(ROWS // 4, 768)
