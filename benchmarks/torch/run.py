@@ -64,26 +64,21 @@ class LlamaRMSNorm(torch.nn.Module):
         return self.weight * h.to(x.dtype)
 
 
-def transformers_layer(kind):
-    import transformers
-    if kind == "bert":
-        from transformers.models.bert.modeling_bert import BertLayer
-        layer = BertLayer(transformers.BertConfig(attn_implementation="eager"))
-        return lambda x: layer(x)[0] if isinstance(layer(x), tuple) else layer(x), layer
-    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
-    config = transformers.LlamaConfig(hidden_size=768, num_attention_heads=12, num_key_value_heads=12,
-                                      intermediate_size=2048, attn_implementation="eager")
-    layer, rope = LlamaDecoderLayer(config, layer_idx=0), LlamaRotaryEmbedding(config)
+class LlamaLayer(torch.nn.Module):
+    """transformers' LLaMA decoder layer at 768 wide, with its rotary
+    embedding."""
 
-    class Wrapped(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer, self.rope = layer, rope
+    def __init__(self):
+        super().__init__()
+        import transformers
+        from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+        config = transformers.LlamaConfig(hidden_size=768, num_attention_heads=12, num_key_value_heads=12,
+                                          intermediate_size=2048, attn_implementation="eager")
+        self.layer, self.rope = LlamaDecoderLayer(config, layer_idx=0), LlamaRotaryEmbedding(config)
 
-        def forward(self, x):
-            out = self.layer(x, position_embeddings=self.rope(x, torch.arange(x.shape[1]).unsqueeze(0)))
-            return out[0] if isinstance(out, tuple) else out
-    return None, Wrapped()
+    def forward(self, x):
+        out = self.layer(x, position_embeddings=self.rope(x, torch.arange(x.shape[1]).unsqueeze(0)))
+        return out[0] if isinstance(out, tuple) else out
 
 
 class BertOnly(torch.nn.Module):
@@ -119,7 +114,7 @@ def cases():
         (torch.randn(ROWS // 4, 4096).to(torch.bfloat16),)
     batch = 2 if options.quick else 8
     yield f"BERT-base layer {batch}x128", BertOnly(), (torch.randn(batch, 128, 768),)
-    yield f"LLaMA layer (768) {batch}x128", transformers_layer("llama")[1], (torch.randn(batch, 128, 768),)
+    yield f"LLaMA layer (768) {batch}x128", LlamaLayer(), (torch.randn(batch, 128, 768),)
     yield f"pre-LN TreeFFN block {ROWS // 4}x768", PreLNBlock(True), (torch.randn(ROWS // 4, 768),)
 
 
