@@ -67,6 +67,11 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     twins.cpuTwin = true;
     pm.addPass(createConvertFFFToGPU(twins));
   }
+  if (!options.reference) {
+    ConvertFFFNormsToVectorOptions vectors;
+    vectors.vectorBits = options.vectorBits;
+    pm.addPass(createConvertFFFNormsToVector(vectors));
+  }
   pm.addPass(createConvertFFFToLoops());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -93,6 +98,9 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createControlFlowFromSCF());
   pm.addPass(createLowerRuntimeChecks());
+  // The norms' vector code: masks and reductions need the vector dialect's
+  // own lowering patterns, which the generic conversion does not run.
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

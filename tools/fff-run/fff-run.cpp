@@ -65,6 +65,16 @@ static cl::opt<bool>
             cl::desc("Run the module as written: no raising of decomposed "
                      "norms to fff ops, no fusion"),
             cl::init(false));
+static cl::opt<bool>
+    reference("reference",
+              cl::desc("Lower norms with the scalar reference lowering "
+                       "instead of vector code"),
+              cl::init(false));
+static cl::opt<int64_t>
+    vectorBits("vector-bits",
+               cl::desc("Vector register width the norms' loops fill: 128, "
+                        "256 or 512 (default: this host's widest)"),
+               cl::init(0));
 static cl::opt<unsigned>
     repeat("repeat",
            cl::desc("After one warm-up call, call the function N more times "
@@ -269,6 +279,8 @@ Error run() {
   fff::CPUPipelineOptions pipelineOptions;
   pipelineOptions.gpuTwin = gpuTwin;
   pipelineOptions.raise = !noRaise;
+  pipelineOptions.reference = reference;
+  pipelineOptions.vectorBits = vectorBits;
   fff::buildCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return failure("lowering '" + inputFile + "' with the CPU pipeline failed: " + firstError);

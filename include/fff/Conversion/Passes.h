@@ -5,6 +5,7 @@
 
 #include "fff/Conversion/FFFToGPU/FFFToGPU.h"
 #include "fff/Conversion/FFFToLoops/FFFToLoops.h"
+#include "fff/Conversion/FFFToVector/FFFToVector.h"
 #include "mlir/Pass/Pass.h"
 
 namespace fff {

@@ -33,6 +33,54 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
   ];
 }
 
+def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
+  let summary = "Lower fff norms to vector code over row loops (fast CPU path)";
+  let description = [{
+    Replaces each `fff.layer_norm` and `fff.rms_norm` with an `scf.parallel`
+    loop over its rows (the leading dims, flattened) on buffers, whose body
+    is vector code: reductions into several f32 vector accumulators, then
+    one pass that normalizes, applies the affine parameters and narrows back
+    to the element type. 16-bit elements are widened to f32 as they are
+    loaded. A row's tail (its size modulo the vector width) uses masked
+    loads and stores. The rows are independent, so the result is the same
+    whichever rows run together.
+
+    LayerNorm keeps the reference lowering's numerics: sums of `x - pivot`
+    (the row's first element), then the centred sum of squares. The row is
+    read three times, which costs one pass over memory when it fits in the
+    cache.
+
+    The vector width and the number of accumulators are chosen in one place
+    (`CPUNormStrategy.cpp`), from `vector-bits` (0: the widest registers
+    this host has) and the row size. They are recorded on the row loop as
+    `fff.strategy`.
+
+    Run before bufferization; `convert-fff-to-loops` lowers the other fff
+    ops.
+
+    Example (`vector-bits=512`, rows of 768 f32):
+
+    ```mlir
+    scf.parallel (%row) = (%c0) to (%rows) step (%c1) {
+      ... vector.load %x[%row, %j] : memref<?x768xf32>, vector<16xf32> ...
+    } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, vector_bits = 512 : i64}}
+    ```
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "Vector register width in bits: 128, 256 or 512; 0 takes this "
+           "host's widest">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower fff ops to one GPU kernel each";
   let description = [{

@@ -51,6 +51,16 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("Run norms as the CPU twins of their GPU kernels, to "
                      "check the kernels' arithmetic without a GPU"),
       llvm::cl::init(false)};
+  Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("Vector register width the norms' loops fill: 128, 256 "
+                     "or 512; 0 takes this host's widest"),
+      llvm::cl::init(0)};
+  Option<bool> reference{
+      *this, "reference",
+      llvm::cl::desc("Lower norms with the scalar reference lowering "
+                     "(convert-fff-to-loops) instead of vector code"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a module at fff or linalg-on-tensors level to LLVM-dialect IR for

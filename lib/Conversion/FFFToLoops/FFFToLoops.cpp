@@ -654,7 +654,12 @@ struct ConvertFFFToLoopsPass
 
 } // namespace
 
+void fff::populateInlineFusionPatterns(RewritePatternSet &patterns) {
+  patterns.add<InlineFusion>(patterns.getContext());
+}
+
 void fff::populateFFFToLoopsPatterns(RewritePatternSet &patterns) {
-  patterns.add<InlineFusion, LayerNormLowering, RMSNormLowering,
-               TreeFFNLowering, LeafTreeFFNLowering>(patterns.getContext());
+  populateInlineFusionPatterns(patterns);
+  patterns.add<LayerNormLowering, RMSNormLowering, TreeFFNLowering,
+               LeafTreeFFNLowering>(patterns.getContext());
 }

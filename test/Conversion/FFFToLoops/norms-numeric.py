@@ -1,5 +1,7 @@
 # layer_norm and rms_norm through --fff-cpu-pipeline and fff-run, against
-# float64 numpy references on seeded random data.
+# float64 numpy references on seeded random data: the vector lowering
+# (convert-fff-norms-to-vector) at this host's vector width and at 256 and
+# 128 bits, and the scalar reference lowering (fff-run --reference).
 #
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
@@ -32,7 +34,7 @@ def rms_norm_ref(x, gamma, eps, normalized_rank):
     return y * gamma if gamma is not None else y
 
 
-def check_all_norm_forms(dtype, shape, static_shape, normalized_rank, offset=0.0):
+def check_all_norm_forms(dtype, shape, static_shape, normalized_rank, offset=0.0, flags=()):
     """One function computing every norm variant on one input."""
     x_arr, x = quantize(rng.standard_normal(shape) * 2.0 + offset, dtype)
     param_shape = shape[-normalized_rank:]
@@ -52,10 +54,10 @@ func.func @norms(%x: {xt}, %g: {pt}, %b: {pt})
   %rms_scaled = fff.rms_norm %x scale(%g : {pt}) {nr} : {xt}
   return %plain, %affine, %mean, %rstd, %scaled, %rms, %rms_scaled : {xt}, {xt}, {st}, {st}, {xt}, {xt}, {xt}
 }}"""
-    results = run(mlir, "norms", [x_arr, g_arr, b_arr], 7)
+    results = run(mlir, "norms", [x_arr, g_arr, b_arr], 7, extra_flags=flags)
     plain, affine, mean, rstd, scaled, rms, rms_scaled = results
     tol = TOLERANCE[dtype]
-    name = f"{dtype} {list(shape)} normalized_rank={normalized_rank} offset={offset}"
+    name = f"{dtype} {list(shape)} normalized_rank={normalized_rank} offset={offset} {' '.join(flags)}"
     ref_affine, ref_mean, ref_rstd = layer_norm_ref(x, g, b, 1e-5, normalized_rank)
     check.close(f"layer_norm {name}", dequantize(plain, dtype), layer_norm_ref(x, None, None, 1e-5, normalized_rank)[0], tol)
     check.close(f"layer_norm+gamma+beta {name}", dequantize(affine, dtype), ref_affine, tol)
@@ -68,18 +70,24 @@ func.func @norms(%x: {xt}, %g: {pt}, %b: {pt})
     check.close(f"rms_norm+gamma {name}", dequantize(rms_scaled, dtype), rms_norm_ref(x, g, 1e-5, normalized_rank), tol)
 
 
-for dtype in ("f32", "f16", "bf16"):
-    for hidden in (1, 3, 127, 768, 1000, 4096):
-        # Batch 1 with a static shape, and many rows with a dynamic batch dim.
-        check_all_norm_forms(dtype, (1, hidden), (1, hidden), 1)
-        check_all_norm_forms(dtype, (37, hidden), (None, hidden), 1)
-    # Normalizing two trailing dims of a 3-D input with a dynamic batch.
-    check_all_norm_forms(dtype, (5, 4, 96), (None, 4, 96), 2)
-    # Everything dynamic, including the normalized dim.
-    check_all_norm_forms(dtype, (9, 300), (None, None), 1)
-
-# A large common offset: the two-pass variance must not cancel catastrophically.
-check_all_norm_forms("f32", (16, 768), (None, 768), 1, offset=1000.0)
-# normalized_rank equal to the rank: one row, stats of shape [1, 1].
-check_all_norm_forms("f32", (6, 50), (6, 50), 2)
+for flags in [(), ("--reference",)]:
+    for dtype in ("f32", "f16", "bf16"):
+        for hidden in (1, 3, 127, 768, 1000, 4096):
+            # Batch 1 with a static shape, and many rows with a dynamic batch dim.
+            check_all_norm_forms(dtype, (1, hidden), (1, hidden), 1, flags=flags)
+            check_all_norm_forms(dtype, (37, hidden), (None, hidden), 1, flags=flags)
+        # Normalizing two trailing dims of a 3-D input with a dynamic batch.
+        check_all_norm_forms(dtype, (5, 4, 96), (None, 4, 96), 2, flags=flags)
+        # Everything dynamic, including the normalized dim.
+        check_all_norm_forms(dtype, (9, 300), (None, None), 1, flags=flags)
+    # A large common offset: the two-pass variance must not cancel catastrophically.
+    check_all_norm_forms("f32", (16, 768), (None, 768), 1, offset=1000.0, flags=flags)
+    # normalized_rank equal to the rank: one row, stats of shape [1, 1].
+    check_all_norm_forms("f32", (6, 50), (6, 50), 2, flags=flags)
+# Narrower vectors: other step sizes and tails for the same rows.
+for bits in (256, 128):
+    for dtype in ("f32", "bf16"):
+        for hidden in (3, 100, 1000):
+            check_all_norm_forms(dtype, (7, hidden), (None, hidden), 1, flags=(f"--vector-bits={bits}",))
+    check_all_norm_forms("f16", (4, 37, 5), (4, None, 5), 2, flags=(f"--vector-bits={bits}",))
 check.finish()

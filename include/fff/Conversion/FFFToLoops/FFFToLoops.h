@@ -13,6 +13,10 @@ namespace fff {
 /// buffers (tree ops); see the `convert-fff-to-loops` pass.
 void populateFFFToLoopsPatterns(mlir::RewritePatternSet &patterns);
 
+/// The pattern that inlines each fff.fusion unit's body in its place, as the
+/// CPU runs a unit.
+void populateInlineFusionPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace fff
 
 #endif // FFF_CONVERSION_FFFTOLOOPS_FFFTOLOOPS_H

@@ -1,0 +1,44 @@
+//===- CPUNormStrategy.cpp - how a norm maps onto CPU vectors ---*- C++ -*-===//
+
+#include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+int64_t fff::hostVectorBits() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 512;
+  if (features.lookup("avx2"))
+    return 256;
+  return 128;
+}
+
+fff::CPUNormStrategy fff::selectCPUNormStrategy(std::optional<int64_t> rowSize,
+                                                int64_t vectorBits) {
+  CPUNormStrategy strategy;
+  strategy.vectorBits = vectorBits > 0 ? vectorBits : hostVectorBits();
+  strategy.lanes = strategy.vectorBits / 32;
+  // Four partial sums cover the 4-cycle latency of a vector add issued once
+  // a cycle; a short row gets no more than it has vectors to fill.
+  constexpr int64_t kLatencyHidingAccumulators = 4;
+  strategy.accumulators = kLatencyHidingAccumulators;
+  if (rowSize)
+    strategy.accumulators = std::clamp<int64_t>(*rowSize / strategy.lanes, 1,
+                                                kLatencyHidingAccumulators);
+  return strategy;
+}
+
+DictionaryAttr fff::CPUNormStrategy::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("vector_bits", b.getI64IntegerAttr(vectorBits)),
+      b.getNamedAttr("lanes", b.getI64IntegerAttr(lanes)),
+      b.getNamedAttr("accumulators", b.getI64IntegerAttr(accumulators)),
+  });
+}

@@ -1,0 +1,470 @@
+//===- NormsToVector.cpp - fff norms to CPU vector loops --------*- C++ -*-===//
+//
+// The CPU pipeline's lowering of fff's norms: a parallel loop over rows whose
+// body is vector code. convert-fff-to-loops keeps the scalar linalg form as
+// the reference the tests and GPU kernels are checked against; this one is
+// written for speed, with the same arithmetic per element:
+//
+// - reductions keep `accumulators` vector partial sums (each add then waits
+//   on the one issued that many steps earlier, not on the one before), which
+//   meet only at the end of the row;
+// - 16-bit rows are widened to f32 as they are loaded and narrowed as they
+//   are stored, so that all arithmetic is in f32, as in the reference;
+// - a row's tail is a masked load and store, never a scalar loop;
+// - rows are independent, so the parallel loop's split cannot change a bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fff/Conversion/Passes.h"
+
+#include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
+#include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace fff {
+#define GEN_PASS_DEF_CONVERTFFFNORMSTOVECTOR
+#include "fff/Conversion/Passes.h.inc"
+} // namespace fff
+
+using namespace mlir;
+using namespace fff;
+
+namespace {
+
+/// The rows of a norm as buffers, and the vector code over one row: `x` and
+/// `y` viewed as [rows, n], the affine parameters as [n].
+class RowEmitter {
+public:
+  RowEmitter(ImplicitLocOpBuilder &b, const CPUNormStrategy &strategy,
+             Type elementType)
+      : b(b), strategy(strategy), elementType(elementType),
+        f32Vector(VectorType::get({strategy.lanes}, b.getF32Type())),
+        storageVector(VectorType::get({strategy.lanes}, elementType)),
+        maskVector(VectorType::get({strategy.lanes}, b.getI1Type())) {}
+
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, value);
+  }
+
+  Value f32(double value) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+  }
+
+  Value splat(Value scalar) {
+    return vector::BroadcastOp::create(b, f32Vector, scalar);
+  }
+
+  Value zeros() { return splat(f32(0.0)); }
+
+  /// A read-only buffer of `tensor`; null stays null.
+  Value readBuffer(Value tensor) {
+    if (!tensor)
+      return Value();
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return bufferization::ToBufferOp::create(
+        b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+        /*read_only=*/true);
+  }
+
+  /// A fresh buffer shaped like `type`, whose dynamic extents are those of
+  /// `like` (a buffer of the same rank).
+  Value alloc(RankedTensorType type, Value like) {
+    SmallVector<Value> dynamicSizes;
+    for (auto [dim, extent] : llvm::enumerate(type.getShape()))
+      if (ShapedType::isDynamic(extent))
+        dynamicSizes.push_back(memref::DimOp::create(b, like, dim));
+    return memref::AllocOp::create(
+        b, MemRefType::get(type.getShape(), type.getElementType()),
+        dynamicSizes);
+  }
+
+  /// `buffer` viewed as [rows, n]: its first `leadingRank` dims and the rest
+  /// each collapsed into one (no leading dims: one row).
+  Value rowsView(Value buffer, int64_t leadingRank) {
+    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+    if (leadingRank == 0) {
+      Value flat = flatView(buffer);
+      auto flatType = cast<MemRefType>(flat.getType());
+      int64_t extent = flatType.getDimSize(0);
+      OpFoldResult n = ShapedType::isDynamic(extent)
+                           ? OpFoldResult(memref::DimOp::create(b, flat, 0))
+                           : OpFoldResult(b.getIndexAttr(extent));
+      auto type = MemRefType::get({1, extent}, flatType.getElementType());
+      return memref::ExpandShapeOp::create(
+          b, type, flat, ArrayRef<ReassociationIndices>{{0, 1}},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), n});
+    }
+    if (rank == 2 && leadingRank == 1)
+      return buffer;
+    ReassociationIndices leading, normalized;
+    for (int64_t dim = 0; dim < rank; ++dim)
+      (dim < leadingRank ? leading : normalized).push_back(dim);
+    return memref::CollapseShapeOp::create(
+        b, buffer, ArrayRef<ReassociationIndices>{leading, normalized});
+  }
+
+  /// `buffer` with all its dims collapsed into one; null stays null.
+  Value flatView(Value buffer) {
+    if (!buffer)
+      return Value();
+    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+    if (rank == 1)
+      return buffer;
+    ReassociationIndices all;
+    for (int64_t dim = 0; dim < rank; ++dim)
+      all.push_back(dim);
+    return memref::CollapseShapeOp::create(b, buffer,
+                                           ArrayRef<ReassociationIndices>{all});
+  }
+
+  /// The vector at `indices` of `buffer`, in f32; under `mask` if given
+  /// (masked-off lanes read as zero).
+  Value load(Value buffer, ValueRange indices, Value mask) {
+    auto type = VectorType::get({strategy.lanes},
+                                cast<MemRefType>(buffer.getType())
+                                    .getElementType());
+    Value raw;
+    if (mask) {
+      Value zero = arith::ConstantOp::create(
+          b, type, DenseElementsAttr::get(type, b.getZeroAttr(
+                                                   type.getElementType())));
+      raw = vector::MaskedLoadOp::create(b, type, buffer, indices, mask, zero);
+    } else {
+      raw = vector::LoadOp::create(b, type, buffer, indices);
+    }
+    if (type.getElementType().isF32())
+      return raw;
+    return arith::ExtFOp::create(b, f32Vector, raw);
+  }
+
+  /// Stores the f32 vector `value`, narrowed to the element type.
+  void store(Value value, Value buffer, ValueRange indices, Value mask) {
+    if (!elementType.isF32())
+      value = arith::TruncFOp::create(b, storageVector, value);
+    if (mask)
+      vector::MaskedStoreOp::create(b, buffer, indices, mask, value);
+    else
+      vector::StoreOp::create(b, value, buffer, indices);
+  }
+
+  /// The sum over row `row` of `x` ([rows, n]) of term(x), one f32.
+  Value reduceRow(Value x, Value row, Value n,
+                  function_ref<Value(Value)> term) {
+    int64_t lanes = strategy.lanes, step = strategy.stepElements();
+    Value stepEnd = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, n, index(step)), index(step));
+    SmallVector<Value> zeroAccumulators(strategy.accumulators, zeros());
+    auto unrolled = scf::ForOp::create(
+        b, index(0), stepEnd, index(step), zeroAccumulators,
+        [&](OpBuilder &nested, Location, Value j, ValueRange partial) {
+          InsertionPoint guard(b, nested);
+          SmallVector<Value> next;
+          for (auto [i, acc] : llvm::enumerate(partial)) {
+            Value column =
+                arith::AddIOp::create(b, j, index(int64_t(i) * lanes));
+            Value x_i = load(x, ValueRange{row, column}, Value());
+            next.push_back(arith::AddFOp::create(b, acc, term(x_i)));
+          }
+          scf::YieldOp::create(b, next);
+        });
+    Value total = unrolled.getResult(0);
+    for (Value partial : unrolled.getResults().drop_front())
+      total = arith::AddFOp::create(b, total, partial);
+    // The rest of the row, a vector (the last one masked) at a time.
+    auto rest = scf::ForOp::create(
+        b, stepEnd, n, index(lanes), ValueRange{total},
+        [&](OpBuilder &nested, Location, Value j, ValueRange acc) {
+          InsertionPoint guard(b, nested);
+          Value mask = tailMask(n, j);
+          Value contribution =
+              arith::SelectOp::create(b, mask, term(load(x, {row, j}, mask)),
+                                      zeros());
+          scf::YieldOp::create(
+              b, ValueRange{arith::AddFOp::create(b, acc[0], contribution)});
+        });
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                       rest.getResult(0), Value(),
+                                       arith::FastMathFlags::reassoc);
+  }
+
+  /// y[row, :] = compute(x[row, :], column, mask), a vector at a time; the
+  /// last vector of a ragged row is masked.
+  void writeRow(Value x, Value y, Value row, Value n,
+                function_ref<Value(Value x, Value column, Value mask)> compute) {
+    int64_t lanes = strategy.lanes;
+    Value fullEnd = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, n, index(lanes)), index(lanes));
+    scf::ForOp::create(b, index(0), fullEnd, index(lanes), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
+                         InsertionPoint guard(b, nested);
+                         Value value = load(x, {row, j}, Value());
+                         store(compute(value, j, Value()), y, {row, j},
+                               Value());
+                         scf::YieldOp::create(b);
+                       });
+    scf::ForOp::create(b, fullEnd, n, index(lanes), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
+                         InsertionPoint guard(b, nested);
+                         Value mask = tailMask(n, j);
+                         Value value = load(x, {row, j}, mask);
+                         store(compute(value, j, mask), y, {row, j}, mask);
+                         scf::YieldOp::create(b);
+                       });
+  }
+
+  /// The lanes of the vector at column `j` that lie inside a row of `n`.
+  Value tailMask(Value n, Value j) {
+    return vector::CreateMaskOp::create(
+        b, maskVector, ValueRange{arith::SubIOp::create(b, n, j)});
+  }
+
+  /// rsqrt(sum / n + epsilon).
+  Value reciprocalRoot(Value sum, Value inverseCount, Value epsilon) {
+    Value mean = arith::MulFOp::create(b, sum, inverseCount);
+    return math::RsqrtOp::create(b, arith::AddFOp::create(b, mean, epsilon));
+  }
+
+  /// `scf.parallel` over [0, rows), tagged with the strategy; `body` builds
+  /// one row.
+  void forEachRow(Value rows, function_ref<void(Value row)> body) {
+    auto loop = scf::ParallelOp::create(
+        b, ValueRange{index(0)}, ValueRange{rows}, ValueRange{index(1)},
+        [&](OpBuilder &nested, Location, ValueRange ivs) {
+          InsertionPoint guard(b, nested);
+          body(ivs[0]);
+        });
+    loop->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
+  }
+
+private:
+  /// Builds at `nested`'s insertion point for the guard's lifetime.
+  struct InsertionPoint {
+    InsertionPoint(ImplicitLocOpBuilder &b, OpBuilder &nested)
+        : guard(b) {
+      b.setInsertionPoint(nested.getInsertionBlock(),
+                          nested.getInsertionPoint());
+    }
+    OpBuilder::InsertionGuard guard;
+  };
+
+  ImplicitLocOpBuilder &b;
+  const CPUNormStrategy &strategy;
+  Type elementType;
+  VectorType f32Vector, storageVector, maskVector;
+};
+
+/// The product of a norm's normalized extents, when all are static.
+std::optional<int64_t> staticRowSize(RankedTensorType type,
+                                     int64_t normalizedRank) {
+  int64_t size = 1;
+  for (int64_t extent : type.getShape().take_back(normalizedRank)) {
+    if (ShapedType::isDynamic(extent))
+      return std::nullopt;
+    size *= extent;
+  }
+  return size;
+}
+
+/// What both norms share: the strategy, the buffers, and the row loop.
+struct NormRows {
+  NormRows(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank,
+           int64_t vectorBits)
+      : type(cast<RankedTensorType>(input.getType())),
+        leadingRank(type.getRank() - normalizedRank),
+        strategy(selectCPUNormStrategy(staticRowSize(type, normalizedRank),
+                                       vectorBits)),
+        emit(b, strategy, type.getElementType()) {
+    inputBuffer = emit.readBuffer(input);
+    x = emit.rowsView(inputBuffer, leadingRank);
+    resultBuffer = emit.alloc(type, inputBuffer);
+    y = emit.rowsView(resultBuffer, leadingRank);
+    rows = memref::DimOp::create(b, x, 0);
+    n = memref::DimOp::create(b, x, 1);
+    Value count = arith::UIToFPOp::create(
+        b, b.getF32Type(),
+        arith::IndexCastUIOp::create(b, b.getI64Type(), n));
+    inverseCount = arith::DivFOp::create(b, emit.f32(1.0), count);
+  }
+
+  /// The result tensor of the buffer `buffer` of `resultType`.
+  static Value asTensor(ImplicitLocOpBuilder &b, Value buffer,
+                        Type resultType) {
+    return bufferization::ToTensorOp::create(b, resultType, buffer,
+                                             /*restrict=*/true,
+                                             /*writable=*/true);
+  }
+
+  RankedTensorType type;
+  int64_t leadingRank;
+  CPUNormStrategy strategy;
+  RowEmitter emit;
+  Value inputBuffer, resultBuffer, x, y, rows, n, inverseCount;
+};
+
+struct LayerNormToVector : OpConversionPattern<LayerNormOp> {
+  LayerNormToVector(MLIRContext *context, int64_t vectorBits)
+      : OpConversionPattern(context), vectorBits(vectorBits) {}
+
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), vectorBits);
+    RowEmitter &emit = norm.emit;
+    Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
+    Value beta = emit.flatView(emit.readBuffer(adaptor.getBeta()));
+    Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
+    Value meanBuffer, rstdBuffer, means, rstds;
+    if (op.getReturnStats()) {
+      auto statsType = cast<RankedTensorType>(op.getMean().getType());
+      meanBuffer = emit.alloc(statsType, norm.inputBuffer);
+      rstdBuffer = emit.alloc(statsType, norm.inputBuffer);
+      means = emit.flatView(meanBuffer);
+      rstds = emit.flatView(rstdBuffer);
+    }
+
+    emit.forEachRow(norm.rows, [&](Value row) {
+      // The reference's numerics: sums of x - pivot (the row's first
+      // element), then of the centred squares, which stay accurate when
+      // |mean| >> stddev. An empty row has no pivot.
+      Value hasElements = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ugt, norm.n, emit.index(0));
+      auto pivotIf = scf::IfOp::create(
+          b, hasElements,
+          [&](OpBuilder &nested, Location loc) {
+            Value first = memref::LoadOp::create(
+                nested, loc, norm.x, ValueRange{row, emit.index(0)});
+            if (!first.getType().isF32())
+              first = arith::ExtFOp::create(nested, loc, b.getF32Type(), first);
+            scf::YieldOp::create(nested, loc, first);
+          },
+          [&](OpBuilder &nested, Location loc) {
+            scf::YieldOp::create(nested, loc, ValueRange{emit.f32(0.0)});
+          });
+      Value pivot = pivotIf.getResult(0);
+      Value pivots = emit.splat(pivot);
+      Value shiftedSum = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
+        return arith::SubFOp::create(b, x, pivots).getResult();
+      });
+      Value meanShift = arith::MulFOp::create(b, shiftedSum, norm.inverseCount);
+      Value meanShifts = emit.splat(meanShift);
+      Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
+        Value centred = arith::SubFOp::create(
+            b, arith::SubFOp::create(b, x, pivots), meanShifts);
+        return arith::MulFOp::create(b, centred, centred).getResult();
+      });
+      Value rstd = emit.reciprocalRoot(squares, norm.inverseCount, epsilon);
+      // ((x - pivot) - shift) * rstd = fma(x - pivot, rstd, -shift * rstd).
+      Value offset = arith::NegFOp::create(
+          b, arith::MulFOp::create(b, meanShift, rstd));
+      Value rstds_ = emit.splat(rstd), offsets = emit.splat(offset);
+      emit.writeRow(norm.x, norm.y, row, norm.n,
+                    [&](Value x, Value column, Value mask) {
+                      Value shifted = arith::SubFOp::create(b, x, pivots);
+                      Value y = math::FmaOp::create(b, shifted, rstds_, offsets);
+                      if (gamma)
+                        y = arith::MulFOp::create(
+                            b, y, emit.load(gamma, column, mask));
+                      if (beta)
+                        y = arith::AddFOp::create(
+                            b, y, emit.load(beta, column, mask));
+                      return y;
+                    });
+      if (means) {
+        memref::StoreOp::create(b, arith::AddFOp::create(b, pivot, meanShift),
+                                means, row);
+        memref::StoreOp::create(b, rstd, rstds, row);
+      }
+    });
+
+    SmallVector<Value> results{
+        NormRows::asTensor(b, norm.resultBuffer, op.getOutput().getType())};
+    if (op.getReturnStats()) {
+      results.push_back(
+          NormRows::asTensor(b, meanBuffer, op.getMean().getType()));
+      results.push_back(
+          NormRows::asTensor(b, rstdBuffer, op.getRstd().getType()));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  int64_t vectorBits;
+};
+
+struct RMSNormToVector : OpConversionPattern<RMSNormOp> {
+  RMSNormToVector(MLIRContext *context, int64_t vectorBits)
+      : OpConversionPattern(context), vectorBits(vectorBits) {}
+
+  LogicalResult
+  matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), vectorBits);
+    RowEmitter &emit = norm.emit;
+    Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
+    Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
+
+    emit.forEachRow(norm.rows, [&](Value row) {
+      Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
+        return arith::MulFOp::create(b, x, x).getResult();
+      });
+      Value scale = emit.splat(
+          emit.reciprocalRoot(squares, norm.inverseCount, epsilon));
+      emit.writeRow(norm.x, norm.y, row, norm.n,
+                    [&](Value x, Value column, Value mask) {
+                      Value y = arith::MulFOp::create(b, x, scale);
+                      if (gamma)
+                        y = arith::MulFOp::create(
+                            b, y, emit.load(gamma, column, mask));
+                      return y;
+                    });
+    });
+    rewriter.replaceOp(op, NormRows::asTensor(b, norm.resultBuffer,
+                                              op.getOutput().getType()));
+    return success();
+  }
+
+  int64_t vectorBits;
+};
+
+struct ConvertFFFNormsToVectorPass
+    : fff::impl::ConvertFFFNormsToVectorBase<ConvertFFFNormsToVectorPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (vectorBits != 0 && vectorBits != 128 && vectorBits != 256 &&
+        vectorBits != 512) {
+      getOperation()->emitError()
+          << "vector-bits must be 0 (this host's), 128, 256 or 512, not "
+          << int64_t(vectorBits);
+      return signalPassFailure();
+    }
+    ConversionTarget target(getContext());
+    target.addIllegalOp<LayerNormOp, RMSNormOp, FusionOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    populateFFFNormsToVectorPatterns(patterns, vectorBits);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void fff::populateFFFNormsToVectorPatterns(RewritePatternSet &patterns,
+                                           int64_t vectorBits) {
+  // A fused unit's body runs as written on the CPU; its norm is then one of
+  // these.
+  populateInlineFusionPatterns(patterns);
+  patterns.add<LayerNormToVector, RMSNormToVector>(patterns.getContext(),
+                                                    vectorBits);
+}

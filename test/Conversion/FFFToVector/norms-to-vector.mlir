@@ -1,0 +1,76 @@
+// RUN: fff-opt %s --convert-fff-norms-to-vector=vector-bits=512 --split-input-file | FileCheck %s
+// RUN: fff-opt %s --convert-fff-norms-to-vector=vector-bits=256 --split-input-file | FileCheck %s --check-prefix=AVX2
+// RUN: not fff-opt %s --convert-fff-norms-to-vector=vector-bits=300 --split-input-file 2>&1 | FileCheck %s --check-prefix=BITS
+
+// BITS: vector-bits must be 0 (this host's), 128, 256 or 512, not 300
+
+// A row of 768 f32: 16 lanes, four accumulators, 64 elements a step; the
+// row loop records the strategy.
+// CHECK-LABEL: func.func @layer_norm_stats
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x768xf32>, %[[G:.*]]: tensor<768xf32>, %[[B:.*]]: tensor<768xf32>)
+// CHECK:         %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only
+// CHECK:         %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
+// CHECK:         %[[MEAN:.*]] = memref.alloc(%{{.*}}) : memref<?x1xf32>
+// CHECK:         scf.parallel (%[[ROW:.*]]) =
+// CHECK:           scf.if
+// CHECK:             memref.load %[[XB]][%[[ROW]], %{{.*}}]
+// CHECK:           scf.for {{.*}} step %c64{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4:     vector.load %[[XB]][%[[ROW]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK:           scf.for
+// CHECK:             vector.create_mask
+// CHECK:             vector.maskedload
+// CHECK:           vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+// The second reduction (centred squares), then the output row:
+// CHECK:           vector.reduction <add>
+// CHECK:           math.rsqrt
+// CHECK:           scf.for
+// CHECK:             math.fma
+// CHECK:             vector.store %{{.*}}, %[[Y]][%[[ROW]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK:           scf.for
+// CHECK:             vector.maskedstore %[[Y]]
+// CHECK:           memref.store
+// CHECK:           memref.store
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, vector_bits = 512 : i64}}
+// CHECK:         bufferization.to_tensor %[[Y]] restrict writable
+// AVX2-LABEL: func.func @layer_norm_stats
+// AVX2:         } {fff.strategy = {accumulators = 4 : i64, lanes = 8 : i64, vector_bits = 256 : i64}}
+func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>)
+    -> (tensor<?x768xf32>, tensor<?x1xf32>, tensor<?x1xf32>) {
+  %y, %m, %r = fff.layer_norm %x scale(%g : tensor<768xf32>) bias(%b : tensor<768xf32>) return_stats : tensor<?x768xf32>
+  return %y, %m, %r : tensor<?x768xf32>, tensor<?x1xf32>, tensor<?x1xf32>
+}
+
+// -----
+
+// bf16 rows are widened as they are loaded and narrowed as they are stored;
+// a short row gets as many accumulators as it has vectors (40 / 16 = 2); a
+// 3-D input is viewed as rows of its trailing dim.
+// CHECK-LABEL: func.func @rms_norm_bf16
+// CHECK:         memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : memref<3x?x40xbf16> into memref<?x40xbf16>
+// CHECK:         scf.parallel
+// CHECK:           vector.load {{.*}} : memref<?x40xbf16>, vector<16xbf16>
+// CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:           arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK:         } {fff.strategy = {accumulators = 2 : i64, lanes = 16 : i64, vector_bits = 512 : i64}}
+func.func @rms_norm_bf16(%x: tensor<3x?x40xbf16>, %g: tensor<40xbf16>) -> tensor<3x?x40xbf16> {
+  %y = fff.rms_norm %x scale(%g : tensor<40xbf16>) : tensor<3x?x40xbf16>
+  return %y : tensor<3x?x40xbf16>
+}
+
+// -----
+
+// A norm over every dim is one row; a fused unit is inlined, its norm then
+// lowered like any other.
+// CHECK-LABEL: func.func @one_row_in_a_unit
+// CHECK-NOT:     fff.
+// CHECK:         memref.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [1, 32] : memref<32xf32> into memref<1x32xf32>
+// CHECK:         scf.parallel
+func.func @one_row_in_a_unit(%x: tensor<4x8xf32>, %a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = fff.fusion ins(%x, %a : tensor<4x8xf32>, tensor<4x8xf32>) {
+  ^bb0(%p: tensor<4x8xf32>, %q: tensor<4x8xf32>):
+    %h = arith.addf %p, %q : tensor<4x8xf32>
+    %n = fff.rms_norm %h normalized_rank 2 : tensor<4x8xf32>
+    fff.yield %n : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
