@@ -8,6 +8,7 @@
 #include "fff/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Async/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,6 +59,25 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 }
 
+/// The norms' row loops (scf.parallel) become tasks of MLIR's async
+/// runtime, split across `threads` workers (0: the runtime's, one per core).
+/// Each row is computed by one task whatever the split, so the results do not
+/// depend on the thread count.
+static void addRowThreads(OpPassManager &pm, int64_t threads) {
+  if (threads == 1)
+    return;
+  AsyncParallelForPassOptions parallel;
+  parallel.asyncDispatch = true;
+  parallel.numWorkerThreads = threads == 0 ? -1 : int32_t(threads);
+  // A row is already thousands of operations' work.
+  parallel.minTaskSize = 1;
+  pm.addPass(createAsyncParallelForPass(parallel));
+  pm.addPass(createAsyncToAsyncRuntimePass());
+  pm.addPass(createAsyncRuntimeRefCountingPass());
+  pm.addPass(createAsyncRuntimeRefCountingOptPass());
+  pm.addPass(createConvertAsyncToLLVMPass());
+}
+
 void fff::buildCPUPipeline(OpPassManager &pm,
                            const CPUPipelineOptions &options) {
   addFrontEnd(pm, options.raise);
@@ -84,6 +104,7 @@ void fff::buildCPUPipeline(OpPassManager &pm,
       createConvertBufferizationToMemRefPass()); // clones -> alloc + copy
   pm.addPass(createCheckAllocations());
   pm.addPass(createCheckEntryBuffers());
+  addRowThreads(pm, options.threads);
 
   // Buffers and loops -> LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

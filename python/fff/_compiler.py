@@ -9,6 +9,9 @@ from ._fff import FFFError
 # MLIR's C runner utilities (memrefCopy and friends), which compiled CPU code
 # may call: beside the libMLIR.so fff was built against.
 _RUNNER_UTILS = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
+# MLIR's async runtime, whose thread pool runs the norms' rows (CPU option
+# `threads`).
+_ASYNC_RUNTIME = "/usr/lib/llvm-22/lib/libmlir_async_runtime.so"
 _PIPELINES = {"cpu": "fff-cpu-pipeline", "cuda": "fff-gpu-pipeline"}
 
 
@@ -36,6 +39,8 @@ def compile(ir, target="cpu", **pipeline_options):
     returns an Executable whose public functions are its attributes.
 
     target="cpu": --fff-cpu-pipeline, JIT-compiled for this host; options
+    `threads` (the norms' rows split across N threads; 0, the default, for
+    all cores; results are the same for any N), `vector_bits`, `reference`,
     `raise_` and `gpu_twin`. target="cuda": --fff-gpu-pipeline, kernels as
     PTX for the CUDA driver (FFF_CUDA_DRIVER or libcuda.so.1) and host code
     JIT-compiled; options `chip`, `features`, `opt_level`, `tree_variant`,
@@ -44,7 +49,7 @@ def compile(ir, target="cpu", **pipeline_options):
     if target not in _PIPELINES:
         raise FFFError(f"unknown target '{target}': expected 'cpu' or 'cuda'")
     signatures = json.loads(_fff.describe(ir))
-    engine = _fff.Engine(ir, _pipeline(_PIPELINES[target], pipeline_options), 3, _RUNNER_UTILS)
+    engine = _fff.Engine(ir, _pipeline(_PIPELINES[target], pipeline_options), 3, _RUNNER_UTILS, _ASYNC_RUNTIME)
     # A GPU module loads its kernels as the engine starts; a missing driver
     # or a kernel the driver rejects is an error now, not at the first call.
     error = _fff.last_error()

@@ -125,12 +125,40 @@ public:
   std::string firstError;
 };
 
+/// What code lowered from the async dialect calls (mlir/ExecutionEngine/
+/// AsyncRuntime.h).
+constexpr const char *kAsyncRuntimeFunctions[] = {
+    "mlirAsyncRuntimeAddRef",
+    "mlirAsyncRuntimeDropRef",
+    "mlirAsyncRuntimeCreateToken",
+    "mlirAsyncRuntimeCreateValue",
+    "mlirAsyncRuntimeCreateGroup",
+    "mlirAsyncRuntimeAddTokenToGroup",
+    "mlirAsyncRuntimeEmplaceToken",
+    "mlirAsyncRuntimeEmplaceValue",
+    "mlirAsyncRuntimeSetTokenError",
+    "mlirAsyncRuntimeSetValueError",
+    "mlirAsyncRuntimeIsTokenError",
+    "mlirAsyncRuntimeIsValueError",
+    "mlirAsyncRuntimeIsGroupError",
+    "mlirAsyncRuntimeAwaitToken",
+    "mlirAsyncRuntimeAwaitValue",
+    "mlirAsyncRuntimeAwaitAllInGroup",
+    "mlirAsyncRuntimeGetValueStorage",
+    "mlirAsyncRuntimeExecute",
+    "mlirAsyncRuntimeAwaitTokenAndExecute",
+    "mlirAsyncRuntimeAwaitValueAndExecute",
+    "mlirAsyncRuntimeAwaitAllInGroupAndExecute",
+    "mlirAsyncRuntimGetNumWorkerThreads",
+    "mlirAsyncRuntimePrintCurrentThreadId",
+};
+
 /// A module compiled by a pipeline and JIT-compiled for this host, with
 /// fff's runtimes linked in. Keeps its context alive.
 class Engine {
 public:
   Engine(const std::string &ir, const std::string &pipeline, int optLevel,
-         const std::string &runnerUtils)
+         const std::string &runnerUtils, const std::string &asyncRuntime)
       : module(ir) {
     module.requestCInterfaces();
     module.run(pipeline);
@@ -148,6 +176,12 @@ public:
     if (void *utils = dlopen(runnerUtils.c_str(), RTLD_NOW | RTLD_LOCAL))
       if (void *copy = dlsym(utils, "memrefCopy"))
         registerSymbol("memrefCopy", copy);
+    // MLIR's async runtime, opened privately too, on whose thread pool the
+    // norms' rows run.
+    if (void *async = dlopen(asyncRuntime.c_str(), RTLD_NOW | RTLD_LOCAL))
+      for (const char *name : kAsyncRuntimeFunctions)
+        if (void *function = dlsym(async, name))
+          registerSymbol(name, function);
     // The runtimes, for the compiled code: failed checks report to
     // fff_runtime; GPU host code launches through the CUDA runtime.
     registerSymbol("fffReportCheckFailure", (void *)&fffReportCheckFailure);
@@ -224,8 +258,8 @@ NB_MODULE(_fff, m) {
 
   nb::class_<Engine>(m, "Engine")
       .def(nb::init<const std::string &, const std::string &, int,
-                    const std::string &>(),
+                    const std::string &, const std::string &>(),
            nb::arg("ir"), nb::arg("pipeline"), nb::arg("opt_level"),
-           nb::arg("runner_utils"))
+           nb::arg("runner_utils"), nb::arg("async_runtime"))
       .def("lookup", &Engine::lookup, nb::arg("name"));
 }

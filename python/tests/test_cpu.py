@@ -185,6 +185,17 @@ func.func @residual(%x: tensor<?x8xf32>, %a: tensor<?x8xf32>) -> tensor<?x8xf32>
     assert relative_error(y, np.tanh(x.astype(np.float64) + a)) < TOLERANCE["f32"]
 
 
+def test_threads_give_the_same_bits(rng):
+    # 300 x 1024 elements: enough for the rows to be split across threads.
+    x = rng.standard_normal((300, 1024)).astype(np.float32)
+    g = rng.standard_normal(1024).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+    results = [fff.compile(norms_module("f32", 1024), threads=n).layer_norm(x, g, b) for n in (1, 2, 0)]
+    for other in results[1:]:
+        assert all(np.array_equal(a, c) for a, c in zip(results[0], other))
+    assert relative_error(results[0][0], layer_norm(x.astype(np.float64), g, b)[0]) < TOLERANCE["f32"]
+
+
 def test_empty_batch():
     exe = fff.compile(norms_module("f32", 16))
     y = exe.rms_norm(np.zeros((0, 16), np.float32), np.ones(16, np.float32))

@@ -75,6 +75,8 @@ static cl::opt<int64_t>
                cl::desc("Vector register width the norms' loops fill: 128, "
                         "256 or 512 (default: this host's widest)"),
                cl::init(0));
+/// `--threads N`, parsed by main (see takeThreadsFlag).
+static int64_t threadCount = 0;
 static cl::opt<unsigned>
     repeat("repeat",
            cl::desc("After one warm-up call, call the function N more times "
@@ -281,6 +283,7 @@ Error run() {
   pipelineOptions.raise = !noRaise;
   pipelineOptions.reference = reference;
   pipelineOptions.vectorBits = vectorBits;
+  pipelineOptions.threads = threadCount;
   fff::buildCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return failure("lowering '" + inputFile + "' with the CPU pipeline failed: " + firstError);
@@ -299,7 +302,8 @@ Error run() {
   auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
                                                targetMachine->get());
   options.transformer = transformer;
-  SmallVector<StringRef> libraries{FFF_C_RUNNER_UTILS};
+  // The async runtime runs the norms' rows on its thread pool.
+  SmallVector<StringRef> libraries{FFF_C_RUNNER_UTILS, FFF_ASYNC_RUNTIME};
   options.sharedLibPaths = libraries;
   auto engine = ExecutionEngine::create(*module, options, std::move(*targetMachine));
   if (!engine)
@@ -377,13 +381,46 @@ Error run() {
 
 } // namespace
 
+/// Takes `--threads N` (or `--threads=N`, one dash or two) out of the
+/// arguments into `threadCount`. libLLVM registers a hidden `--threads`
+/// option of its own, so fff-run cannot register one; it parses its own
+/// before LLVM's parser sees the rest.
+static Error takeThreadsFlag(SmallVectorImpl<char *> &args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    StringRef arg = StringRef(args[i]).ltrim('-');
+    if (!StringRef(args[i]).starts_with("-") ||
+        !(arg == "threads" || arg.starts_with("threads=")))
+      continue;
+    StringRef value;
+    size_t taken = 1;
+    if (arg.consume_front("threads=")) {
+      value = arg;
+    } else if (i + 1 < args.size()) {
+      value = args[i + 1];
+      taken = 2;
+    }
+    if (value.getAsInteger(10, threadCount) || threadCount < 0)
+      return failure("--threads takes a count of threads, 0 for all cores; got '" + value + "'");
+    args.erase(args.begin() + i, args.begin() + i + taken);
+    --i;
+  }
+  return Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  SmallVector<char *> args(argv, argv + argc);
+  if (Error error = takeThreadsFlag(args)) {
+    llvm::errs() << "fff-run: error: " << llvm::toString(std::move(error)) << "\n";
+    return 1;
+  }
   cl::ParseCommandLineOptions(
-      argc, argv,
+      int(args.size()), args.data(),
       "fff-run: compile an MLIR file with fff's CPU pipeline and run one "
       "function on .npy inputs\n\n"
-      "bf16 arguments and results are uint16 .npy arrays of raw bf16 bits.\n");
+      "bf16 arguments and results are uint16 .npy arrays of raw bf16 bits.\n\n"
+      "--threads N splits the norms' rows across N threads (default 0: all "
+      "cores); results are the same for any N.\n");
   if (Error error = run()) {
     llvm::errs() << "fff-run: error: " << llvm::toString(std::move(error)) << "\n";
     return 1;

@@ -56,6 +56,13 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("Vector register width the norms' loops fill: 128, 256 "
                      "or 512; 0 takes this host's widest"),
       llvm::cl::init(0)};
+  Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads the norms' rows are split across: 0 takes all "
+                     "the cores of the machine that runs the code (MLIR's "
+                     "async runtime, libmlir_async_runtime.so, must then be "
+                     "loaded); 1 runs them in the calling thread"),
+      llvm::cl::init(0)};
   Option<bool> reference{
       *this, "reference",
       llvm::cl::desc("Lower norms with the scalar reference lowering "

@@ -231,16 +231,39 @@ public:
     return math::RsqrtOp::create(b, arith::AddFOp::create(b, mean, epsilon));
   }
 
-  /// `scf.parallel` over [0, rows), tagged with the strategy; `body` builds
-  /// one row.
-  void forEachRow(Value rows, function_ref<void(Value row)> body) {
-    auto loop = scf::ParallelOp::create(
-        b, ValueRange{index(0)}, ValueRange{rows}, ValueRange{index(1)},
-        [&](OpBuilder &nested, Location, ValueRange ivs) {
+  /// The loop over [0, rows), whose `body` builds one row: `scf.parallel`,
+  /// tagged with the strategy, for norms of at least
+  /// `strategy.minParallelElements` elements, and a plain loop for smaller
+  /// ones, which waking other threads would only slow down.
+  void forEachRow(Value rows, Value n, function_ref<void(Value row)> body) {
+    Value elements = arith::MulIOp::create(b, rows, n);
+    Value large = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::uge, elements,
+        index(strategy.minParallelElements));
+    scf::IfOp::create(
+        b, large,
+        [&](OpBuilder &nested, Location) {
           InsertionPoint guard(b, nested);
-          body(ivs[0]);
+          auto loop = scf::ParallelOp::create(
+              b, ValueRange{index(0)}, ValueRange{rows}, ValueRange{index(1)},
+              [&](OpBuilder &inner, Location, ValueRange ivs) {
+                InsertionPoint guard(b, inner);
+                body(ivs[0]);
+              });
+          loop->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &nested, Location) {
+          InsertionPoint guard(b, nested);
+          scf::ForOp::create(
+              b, index(0), rows, index(1), ValueRange{},
+              [&](OpBuilder &inner, Location, Value row, ValueRange) {
+                InsertionPoint guard(b, inner);
+                body(row);
+                scf::YieldOp::create(b);
+              });
+          scf::YieldOp::create(b);
         });
-    loop->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
   }
 
 private:
@@ -330,7 +353,7 @@ struct LayerNormToVector : OpConversionPattern<LayerNormOp> {
       rstds = emit.flatView(rstdBuffer);
     }
 
-    emit.forEachRow(norm.rows, [&](Value row) {
+    emit.forEachRow(norm.rows, norm.n, [&](Value row) {
       // The reference's numerics: sums of x - pivot (the row's first
       // element), then of the centred squares, which stay accurate when
       // |mean| >> stddev. An empty row has no pivot.
@@ -412,7 +435,7 @@ struct RMSNormToVector : OpConversionPattern<RMSNormOp> {
     Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
 
-    emit.forEachRow(norm.rows, [&](Value row) {
+    emit.forEachRow(norm.rows, norm.n, [&](Value row) {
       Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
         return arith::MulFOp::create(b, x, x).getResult();
       });

@@ -1,7 +1,8 @@
 # layer_norm and rms_norm through --fff-cpu-pipeline and fff-run, against
 # float64 numpy references on seeded random data: the vector lowering
 # (convert-fff-norms-to-vector) at this host's vector width and at 256 and
-# 128 bits, and the scalar reference lowering (fff-run --reference).
+# 128 bits, and the scalar reference lowering (fff-run --reference); and
+# results that are bitwise the same for any thread count.
 #
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
@@ -90,4 +91,21 @@ for bits in (256, 128):
         for hidden in (3, 100, 1000):
             check_all_norm_forms(dtype, (7, hidden), (None, hidden), 1, flags=(f"--vector-bits={bits}",))
     check_all_norm_forms("f16", (4, 37, 5), (4, None, 5), 2, flags=(f"--vector-bits={bits}",))
+# Norms large enough to split their rows across threads: the same bits
+# from one thread as from two or all cores.
+for dtype, shape, static in [("f32", (600, 768), (None, 768)), ("bf16", (300, 4, 300), (None, 4, 300))]:
+    x_arr, _ = quantize(rng.standard_normal(shape), dtype)
+    xt, pt = tensor_type(static, dtype), tensor_type(shape[-1:], dtype)
+    mlir = f"""
+func.func @norms(%x: {xt}, %g: {pt}) -> ({xt}, {xt}) {{
+  %ln = fff.layer_norm %x scale(%g : {pt}) : {xt}
+  %rms = fff.rms_norm %x scale(%g : {pt}) : {xt}
+  return %ln, %rms : {xt}, {xt}
+}}"""
+    g_arr, _ = quantize(rng.standard_normal(shape[-1:]), dtype)
+    one = run(mlir, "norms", [x_arr, g_arr], 2, extra_flags=("--threads=1",))
+    for threads in ("2", "0"):
+        for name, a, b in zip(("layer_norm", "rms_norm"), one,
+                              run(mlir, "norms", [x_arr, g_arr], 2, extra_flags=("--threads", threads))):
+            check.equal(f"{name} {dtype} {list(shape)}: --threads {threads} gives --threads 1's bits", b, a)
 check.finish()

@@ -13,6 +13,16 @@
 // RUN: %python -c "import numpy as np; y = np.load('%t/y.npy'); assert y.dtype == np.float32 and (y == np.arange(1, 7).reshape(2, 3)).all(), y"
 // RUN: fff-run %s -e add_one --arg %t/x43.npy --out %t/y.npy
 
+// RUN: not fff-run %s -e add_one --arg %t/x23.npy --out %t/y.npy --threads=many 2> %t/err
+// RUN: FileCheck %s --check-prefix=THREADS < %t/err && count 1 < %t/err
+// THREADS: fff-run: error: --threads takes a count of threads, 0 for all cores; got 'many'
+// RUN: not fff-run %s -e add_one --arg %t/x23.npy --out %t/y.npy --threads -2 2> %t/err
+// RUN: FileCheck %s --check-prefix=NEGATIVE < %t/err && count 1 < %t/err
+// NEGATIVE: fff-run: error: --threads takes a count of threads, 0 for all cores; got '-2'
+// RUN: not fff-run %s -e add_one --arg %t/x23.npy --out %t/y.npy --threads 2> %t/err
+// RUN: FileCheck %s --check-prefix=NOVALUE < %t/err && count 1 < %t/err
+// NOVALUE: fff-run: error: --threads takes a count of threads, 0 for all cores; got ''
+
 // RUN: not fff-run %s -e add_one --arg %t/missing.npy --out %t/y.npy 2> %t/err
 // RUN: FileCheck %s --check-prefix=MISSING < %t/err && count 1 < %t/err
 // MISSING: fff-run: error: cannot read '{{.*}}missing.npy': No such file or directory

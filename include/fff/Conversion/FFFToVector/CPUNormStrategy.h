@@ -2,9 +2,10 @@
 //
 // The one place where the CPU lowering decides the shape of a norm's loops:
 // how wide its vectors are (from the target's vector registers: AVX-512,
-// AVX2 or SSE), and how many independent accumulators each row's reductions
-// keep to hide the latency of the adds. The choice is recorded on the row
-// loop as `fff.strategy`.
+// AVX2 or SSE), how many independent accumulators each row's reductions
+// keep to hide the latency of the adds, and from what size the rows are
+// split across threads. The choice is recorded on the row loop as
+// `fff.strategy`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,9 @@ struct CPUNormStrategy {
   /// Independent partial sums per reduction; each vector add waits only for
   /// the one `accumulators` steps back.
   int64_t accumulators;
+  /// The smallest norm (rows x row size) whose rows are split across
+  /// threads: below it, waking the other threads costs more than they save.
+  int64_t minParallelElements;
 
   /// Elements one step of a reduction loop covers.
   int64_t stepElements() const { return lanes * accumulators; }
