@@ -84,37 +84,55 @@ def erf_gelu_np(v):
 print("| case | implementation | ms/call | rate | fff speedup |")
 print("|---|---|---:|---:|---:|")
 
-# Norms: 4096 rows x hidden, f32. Bytes moved: read x, write y.
-for hidden in (768, 4096):
-    rows = 4096
+# The machine's copy bandwidth, the norms' ceiling: a tensor as large as the
+# largest norm's read into a fresh tensor (as every implementation below
+# allocates its result) and into an existing one.
+if torch is not None:
+    big = torch.from_numpy(rng.standard_normal((4096, 4096)).astype(np.float32))
+    into = torch.empty_like(big)
+    moved = 2 * big.numel() * 4
+    timings = [("torch clone", median_ms(lambda: big.clone(), REPEAT), moved),
+               ("torch copy_ (no alloc)", median_ms(lambda: into.copy_(big), REPEAT), moved)]
+    for name, ms, work in timings:
+        print(f"| {'copy 4096x4096 f32':<34} | {name:<21} | {ms:9.3f} | {work / (ms * 1e-3) / 1e9:8.2f} GB/s    |         |")
+
+
+def bf16_bits(values):
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+# Norms: the shapes of the issue's table, f32 and bf16. Bytes moved: read x,
+# write y.
+NORM_SHAPES = [(1024, 768)] if options.quick else [(4096, 4096), (16384, 1024), (4096, 768)]
+for (rows, hidden), dtype in [(shape, dtype) for shape in NORM_SHAPES for dtype in ("f32", "bf16")]:
     x = rng.standard_normal((rows, hidden)).astype(np.float32)
     g = rng.standard_normal(hidden).astype(np.float32)
     b = rng.standard_normal(hidden).astype(np.float32)
-    bytes_moved = 2 * x.nbytes
-    t = f"tensor<{rows}x{hidden}xf32>"
-    p = f"tensor<{hidden}xf32>"
+    if dtype == "bf16":  # fff-run takes bf16 as raw bits
+        fx, fg, fb = bf16_bits(x), bf16_bits(g), bf16_bits(b)
+    else:
+        fx, fg, fb = x, g, b
+    bytes_moved = 2 * fx.nbytes
+    t = f"tensor<?x{hidden}x{dtype}>"
+    p = f"tensor<{hidden}x{dtype}>"
     ln = f"func.func @ln(%x: {t}, %g: {p}, %b: {p}) -> {t} {{\n  %y = fff.layer_norm %x scale(%g : {p}) bias(%b : {p}) : {t}\n  return %y : {t}\n}}"
     rms = f"func.func @rms(%x: {t}, %g: {p}) -> {t} {{\n  %y = fff.rms_norm %x scale(%g : {p}) : {t}\n  return %y : {t}\n}}"
-
-    def np_ln():
-        mean = x.mean(1, keepdims=True)
-        c = x - mean
-        return c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5) * g + b
-
-    def np_rms():
-        return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5) * g
-
-    timings = [("fff", fff_time(ln, "ln", [x, g, b], 1, REPEAT), bytes_moved),
-               ("numpy", median_ms(np_ln, REPEAT), bytes_moved)]
+    baselines = {"layer_norm": [], "rms_norm": []}
     if torch is not None:
-        tx, tg, tb = map(torch.from_numpy, (x, g, b))
-        timings.append(("torch (CPU)", median_ms(lambda: torch.nn.functional.layer_norm(tx, (hidden,), tg, tb), REPEAT), bytes_moved))
-    report(f"layer_norm {rows}x{hidden} f32", "GB/s", timings)
-    timings = [("fff", fff_time(rms, "rms", [x, g], 1, REPEAT), bytes_moved),
-               ("numpy", median_ms(np_rms, REPEAT), bytes_moved)]
-    if torch is not None:
-        timings.append(("torch (CPU)", median_ms(lambda: torch.nn.functional.rms_norm(tx, (hidden,), tg, 1e-5), REPEAT), bytes_moved))
-    report(f"rms_norm {rows}x{hidden} f32", "GB/s", timings)
+        torch_dtype = torch.float32 if dtype == "f32" else torch.bfloat16
+        tx, tg, tb = (torch.from_numpy(a).to(torch_dtype) for a in (x, g, b))
+        eager_ln = lambda: torch.nn.functional.layer_norm(tx, (hidden,), tg, tb)
+        eager_rms = lambda: torch.nn.functional.rms_norm(tx, (hidden,), tg, 1e-5)
+        compiled_ln = torch.compile(lambda x, g, b: torch.nn.functional.layer_norm(x, (hidden,), g, b))
+        compiled_rms = torch.compile(lambda x, g: torch.nn.functional.rms_norm(x, (hidden,), g, 1e-5))
+        baselines["layer_norm"] = [("torch eager", eager_ln), ("torch.compile", lambda: compiled_ln(tx, tg, tb))]
+        baselines["rms_norm"] = [("torch eager", eager_rms), ("torch.compile", lambda: compiled_rms(tx, tg))]
+    for op, func, args in (("layer_norm", "ln", [fx, fg, fb]), ("rms_norm", "rms", [fx, fg])):
+        source = ln if op == "layer_norm" else rms
+        timings = [("fff", fff_time(source, func, args, 1, REPEAT), bytes_moved)]
+        timings += [(name, median_ms(fn, REPEAT), bytes_moved) for name, fn in baselines[op]]
+        report(f"{op} {rows}x{hidden} {dtype}", "GB/s", timings)
 
 # tree_ffn at UltraFastBERT-1x11's shape against the dense FF it replaces.
 D, DEPTH = 768, 11
@@ -132,9 +150,11 @@ tree = (f"func.func @tree(%x: tensor<?x{D}xf32>, %wi: tensor<1x{N}x{D}xf32>, %bi
         f"  %y = fff.tree_ffn %x, %wi bias(%bi : tensor<1x{N}xf32>), %wo bias(%bo : tensor<{D}xf32>) {{depth = {DEPTH} : i64}}\n"
         f"         : tensor<?x{D}xf32>, tensor<1x{N}x{D}xf32>, tensor<1x{N}x{D}xf32>\n"
         f"  return %y : tensor<?x{D}xf32>\n}}")
-for batch in ((1, 128) if options.quick else (1, 128, 4096)):
+for batch in ((1, 128) if options.quick else (1, 128, 4096, 16384)):
     x = rng.standard_normal((batch, D)).astype(np.float32)
     repeat = max(3, REPEAT if batch < 4096 else 3)
+    if batch > 4096:
+        repeat = 1
     dense_flops = 2 * batch * D * 4 * D * 2
     tree_flops = 2 * batch * (DEPTH + 1) * D * 2  # a dot and an axpy per level
 

@@ -93,7 +93,7 @@ for bits in (256, 128):
     check_all_norm_forms("f16", (4, 37, 5), (4, None, 5), 2, flags=(f"--vector-bits={bits}",))
 # Norms large enough to split their rows across threads: the same bits
 # from one thread as from two or all cores.
-for dtype, shape, static in [("f32", (600, 768), (None, 768)), ("bf16", (300, 4, 300), (None, 4, 300))]:
+for dtype, shape, static in [("f32", (1500, 768), (None, 768)), ("bf16", (1000, 4, 300), (None, 4, 300))]:
     x_arr, _ = quantize(rng.standard_normal(shape), dtype)
     xt, pt = tensor_type(static, dtype), tensor_type(shape[-1:], dtype)
     mlir = f"""
