@@ -8,6 +8,8 @@
 
 #include "fff/Conversion/Passes.h"
 
+#include "fff/Conversion/RowLoops.h"
+
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -483,6 +485,11 @@ private:
   ImplicitLocOpBuilder &b;
 };
 
+/// The multiply-adds of a tree layer from which its tokens are split across
+/// threads; below it (UltraFastBERT-1x11: 56 tokens), waking the threads
+/// costs more than they save.
+constexpr int64_t kMinParallelTreeWork = int64_t(1) << 20;
+
 struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -503,7 +510,12 @@ struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
 
     RankedTensorType resultType = op.getOutput().getType();
     Value acc = lb.allocMatrix(resultType, b.getF32Type(), rows, outWidth);
-    lb.loop(rows, [&](Value row) {
+    // Tokens are independent: each walks its trees into its own row of acc.
+    Value work = arith::MulIOp::create(
+        b, arith::MulIOp::create(b, rows, arith::MulIOp::create(b, trees, levels)),
+        arith::AddIOp::create(b, inWidth, outWidth));
+    buildRowLoop(b, rows, work, kMinParallelTreeWork, /*strategy=*/{},
+                 [&](Value row) {
       lb.loop(outWidth, [&](Value j) {
         Value init = bOut ? lb.load(bOut, j) : zero;
         memref::StoreOp::create(b, init, acc, ValueRange{row, j});

@@ -18,6 +18,7 @@
 #include "fff/Conversion/Passes.h"
 
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
+#include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -231,39 +232,12 @@ public:
     return math::RsqrtOp::create(b, arith::AddFOp::create(b, mean, epsilon));
   }
 
-  /// The loop over [0, rows), whose `body` builds one row: `scf.parallel`,
-  /// tagged with the strategy, for norms of at least
-  /// `strategy.minParallelElements` elements, and a plain loop for smaller
-  /// ones, which waking other threads would only slow down.
+  /// The loop over [0, rows), whose `body` builds one row; threaded for
+  /// norms of at least `strategy.minParallelElements` elements.
   void forEachRow(Value rows, Value n, function_ref<void(Value row)> body) {
-    Value elements = arith::MulIOp::create(b, rows, n);
-    Value large = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::uge, elements,
-        index(strategy.minParallelElements));
-    scf::IfOp::create(
-        b, large,
-        [&](OpBuilder &nested, Location) {
-          InsertionPoint guard(b, nested);
-          auto loop = scf::ParallelOp::create(
-              b, ValueRange{index(0)}, ValueRange{rows}, ValueRange{index(1)},
-              [&](OpBuilder &inner, Location, ValueRange ivs) {
-                InsertionPoint guard(b, inner);
-                body(ivs[0]);
-              });
-          loop->setAttr("fff.strategy", strategy.toAttr(b.getContext()));
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &nested, Location) {
-          InsertionPoint guard(b, nested);
-          scf::ForOp::create(
-              b, index(0), rows, index(1), ValueRange{},
-              [&](OpBuilder &inner, Location, Value row, ValueRange) {
-                InsertionPoint guard(b, inner);
-                body(row);
-                scf::YieldOp::create(b);
-              });
-          scf::YieldOp::create(b);
-        });
+    buildRowLoop(b, rows, arith::MulIOp::create(b, rows, n),
+                 strategy.minParallelElements, strategy.toAttr(b.getContext()),
+                 body);
   }
 
 private:
