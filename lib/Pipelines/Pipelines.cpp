@@ -87,6 +87,8 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     twins.cpuTwin = true;
     pm.addPass(createConvertFFFToGPU(twins));
   }
+  // Each distinct op is lowered once, however many layers repeat it.
+  pm.addPass(fff::createOutlineOps());
   if (!options.reference) {
     ConvertFFFNormsToVectorOptions vectors;
     vectors.vectorBits = options.vectorBits;

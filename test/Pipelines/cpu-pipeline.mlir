@@ -9,8 +9,10 @@
 // CHECK-DAG: llvm.func @erff(f32) -> f32
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
 
+// Each distinct fff op or fused unit is a private function of its own
+// (fff-outline-ops), defined at the end of the module.
 // CHECK-LABEL: llvm.func @block
-// CHECK:         llvm.call @erff
+// CHECK:         llvm.call @fff_fused_layer_norm_tree_ffn
 // CHECK:         llvm.return
 func.func @block(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %wi: tensor<1x7x64xbf16>, %wo: tensor<1x7x64xbf16>)
     -> (tensor<?x64xbf16>, tensor<?x1xf32>, tensor<?x1xf32>) {
@@ -21,6 +23,7 @@ func.func @block(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %wi: tensor<1x7x64x
 }
 
 // CHECK-LABEL: llvm.func @leaf
+// CHECK:         llvm.call @fff_fused_leaf_tree_ffn_rms_norm
 func.func @leaf(%x: tensor<?x8xf16>, %nw: tensor<1x8xf16>, %nb: tensor<1xf16>, %w1: tensor<2x8x4xf16>,
                 %b1: tensor<2x4xf16>, %w2: tensor<2x4x8xf16>, %b2: tensor<2x8xf16>) -> tensor<?x8xf16> {
   %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 1 : i64, activation = #fff.activation<gelu_tanh>}
@@ -44,3 +47,8 @@ func.func @dense_ffn(%x: tensor<?x16xf32>, %w1: tensor<16x32xf32>, %w2: tensor<3
   %y = linalg.matmul ins(%a, %w2 : tensor<?x32xf32>, tensor<32x16xf32>) outs(%f2 : tensor<?x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
+
+// CHECK-LABEL: llvm.func @fff_fused_layer_norm_tree_ffn
+// CHECK-SAME:    sym_visibility = "private"
+// CHECK:         llvm.call @erff
+// CHECK-LABEL: llvm.func @fff_fused_leaf_tree_ffn_rms_norm

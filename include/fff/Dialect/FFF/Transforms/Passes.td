@@ -87,4 +87,35 @@ def InsertShapeChecks : Pass<"fff-insert-shape-checks"> {
   ];
 }
 
+def OutlineOps : Pass<"fff-outline-ops", "::mlir::ModuleOp"> {
+  let summary = "Give each distinct fff op or fused unit one private function, called where it was";
+  let description = [{
+    Replaces every `fff.layer_norm`, `fff.rms_norm`, `fff.tree_ffn`,
+    `fff.leaf_tree_ffn` and `fff.fusion` that is not inside a unit with a
+    `func.call` of a private function whose body is that op alone. Ops that
+    are identical (the same generic form: attributes, operand and result
+    types, and a unit's body) share one function, so that a model of 24
+    identical layers lowers, bufferizes and JIT-compiles each distinct op
+    once, as the GPU pipeline emits each distinct kernel once. The CPU
+    pipeline runs it before lowering the ops.
+
+    The functions are named for their op, `fff_layer_norm`,
+    `fff_fused_rms_norm`, `fff_tree_ffn`, with a numeric suffix after the
+    first. Shape checks (`fff-insert-shape-checks`) stay at the call.
+
+    Example:
+
+    ```mlir
+    %y = fff.rms_norm %x : tensor<?x768xf32>
+    // becomes
+    %y = func.call @fff_rms_norm(%x) : (tensor<?x768xf32>) -> tensor<?x768xf32>
+    func.func private @fff_rms_norm(%x: tensor<?x768xf32>) -> tensor<?x768xf32> {
+      %y = fff.rms_norm %x : tensor<?x768xf32>
+      return %y : tensor<?x768xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // FFF_DIALECT_FFF_TRANSFORMS_PASSES_TD
