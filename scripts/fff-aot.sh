@@ -1,18 +1,36 @@
 #!/usr/bin/env bash
-# Ahead-of-time compiles a module for the GPU into a self-contained shared
-# library: kernels as PTX (JIT-compiled by the CUDA driver when the library
-# loads), host code as native x86-64, and fff's CUDA runtime linked in.
+# Ahead-of-time compiles a module into a self-contained shared library.
 #
-#   scripts/fff-aot.sh IN.mlir OUT.so [--fff-gpu-pipeline options, e.g. chip=sm_90]
+#   scripts/fff-aot.sh [--target cuda|cpu] IN.mlir OUT.so [pipeline options]
 #
-# Each public function of IN takes device buffers in MLIR's memref ABI
+# --target cuda (the default): --fff-gpu-pipeline (options such as
+# chip=sm_90); kernels as PTX, JIT-compiled by the CUDA driver when the
+# library loads, host code as native x86-64, and fff's CUDA runtime linked
+# in. Arguments are device buffers.
+#
+# --target cpu: --fff-cpu-pipeline with out-params (options such as
+# threads=1 or vector-bits=256); native code for this machine's CPU (its
+# vector width, unless vector-bits says otherwise). Arguments are host
+# buffers. Unless threads=1, the library runs norms on the thread pool of
+# MLIR's async runtime, which it loads from /usr/lib/llvm-22/lib.
+#
+# Each public function of IN takes its buffers in MLIR's memref ABI
 # (docs/GPU.md): per memref, the allocated and aligned pointers, the offset,
 # the sizes and the strides; results are trailing out-parameters. It checks
-# them before launching anything and reports what is wrong through
+# them before computing anything and reports what is wrong through
 # fffGetLastError(). The library exports only those functions,
-# fffGetLastError and fffSetStream.
+# fffGetLastError and (for CUDA) fffSetStream.
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 IN.mlir OUT.so [pipeline options]" >&2; exit 2; }
+target=cuda
+if [ "${1:-}" = --target ]; then
+  target=${2:-}
+  shift 2 || true
+fi
+case $target in
+  cuda|cpu) ;;
+  *) echo "$0: unknown target '$target': expected cuda or cpu" >&2; exit 2 ;;
+esac
+[ $# -ge 2 ] || { echo "usage: $0 [--target cuda|cpu] IN.mlir OUT.so [pipeline options]" >&2; exit 2; }
 in=$1 out=$2 options=${3:-}
 # Installed, the tools are beside this script and the runtimes in ../lib;
 # in the source tree, both are in build/.
@@ -26,23 +44,41 @@ llvm=/usr/lib/llvm-22/bin
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$bin/fff-opt" "$in" --fff-gpu-pipeline${options:+="$options"} -o "$work/lowered.mlir"
+if [ "$target" = cuda ]; then
+  "$bin/fff-opt" "$in" --fff-gpu-pipeline${options:+="$options"} -o "$work/lowered.mlir"
+  runtime_api="fffGetLastError fffSetStream"
+  runtimes=("$lib/libfff_cuda_runtime.a" "$lib/libfff_runtime.a" -ldl)
+  cpu=()
+else
+  "$bin/fff-opt" "$in" --fff-cpu-pipeline="out-params${options:+ $options}" -o "$work/lowered.mlir"
+  runtime_api="fffGetLastError"
+  # The async runtime (threads) and MLIR's runner utilities (memrefCopy)
+  # are shared libraries of Debian's MLIR, found where they were at build time.
+  runtimes=("$lib/libfff_runtime.a" -L"$llvm/../lib" -Wl,-rpath,"$llvm/../lib"
+            -lmlir_async_runtime -lmlir_c_runner_utils)
+  cpu=(-mcpu="$("$llvm/llc" --version | sed -n 's/^ *Host CPU: *//p')")
+fi
 "$bin/fff-translate" --mlir-to-llvmir "$work/lowered.mlir" -o "$work/module.ll"
-"$llvm/llc" -O3 -relocation-model=pic -filetype=obj "$work/module.ll" -o "$work/module.o"
+if [ "$target" = cpu ]; then
+  # What MLIR's JIT does for fff-run: LLVM's O3 pipeline for this CPU.
+  "$llvm/opt" -O3 "${cpu[@]}" "$work/module.ll" -o "$work/module.ll"
+fi
+"$llvm/llc" -O3 "${cpu[@]}" -relocation-model=pic -filetype=obj "$work/module.ll" -o "$work/module.o"
 # The library exports the module's entry points and fff's runtime API, and
 # nothing else: loaded into another program's process (PyTorch's, say), its
 # runtime internals and its copy of libstdc++ must not clash with that
 # program's symbols.
+# The entry points are IN's public functions (fff's lowering adds helpers,
+# such as the async runtime's task bodies, that stay inside).
+entries=$("$bin/fff-opt" "$in" | sed -n 's/^ *func\.func @\([A-Za-z0-9_$.]*\)(.*/\1/p')
 {
   echo "{ global:"
-  for symbol in $("$llvm/llvm-nm" --defined-only --extern-only --format=just-symbols "$work/module.o") \
-                fffGetLastError fffSetStream; do
+  for symbol in $entries $runtime_api; do
     echo "  $symbol;"
   done
   echo "local: *; };"
 } > "$work/exports.map"
-# libstdc++ goes in statically: the library must load on GPU machines whose
+# libstdc++ goes in statically: the library must load on machines whose
 # system libraries differ from the build machine's.
 c++ -shared -static-libstdc++ -static-libgcc -Wl,--version-script="$work/exports.map" \
-  -o "$out" "$work/module.o" \
-  "$lib/libfff_cuda_runtime.a" "$lib/libfff_runtime.a" -ldl
+  -o "$out" "$work/module.o" "${runtimes[@]}"

@@ -87,8 +87,11 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     twins.cpuTwin = true;
     pm.addPass(createConvertFFFToGPU(twins));
   }
-  // Each distinct op is lowered once, however many layers repeat it.
-  pm.addPass(fff::createOutlineOps());
+  // Each distinct op is lowered once, however many layers repeat it. (Not
+  // with out-params: they would turn the outlined functions' results, whose
+  // dynamic extents only the callee knows, into out-params as well.)
+  if (!options.outParams)
+    pm.addPass(fff::createOutlineOps());
   if (!options.reference) {
     ConvertFFFNormsToVectorOptions vectors;
     vectors.vectorBits = options.vectorBits;
@@ -101,6 +104,19 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   // Tensors -> buffers, with deallocation of everything not returned; the
   // caller's buffers and every allocation are checked.
   addBufferization(pm);
+  if (options.outParams) {
+    // Results become trailing caller-allocated buffers, as on the GPU. As
+    // there, the arguments are checked first, with ties between each
+    // result's allocation and its extents, which then hold for the
+    // out-param that replaces it; the checks below cover the out-params.
+    pm.addPass(createCheckEntryBuffers());
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.hoistDynamicAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addPass(createCanonicalizerPass());
+  }
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(
       createConvertBufferizationToMemRefPass()); // clones -> alloc + copy

@@ -63,6 +63,12 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
                      "async runtime, libmlir_async_runtime.so, must then be "
                      "loaded); 1 runs them in the calling thread"),
       llvm::cl::init(0)};
+  Option<bool> outParams{
+      *this, "out-params",
+      llvm::cl::desc("Public functions write their results into trailing "
+                     "caller-allocated buffers, as --fff-gpu-pipeline's do, "
+                     "instead of returning buffers they allocate"),
+      llvm::cl::init(false)};
   Option<bool> reference{
       *this, "reference",
       llvm::cl::desc("Lower norms with the scalar reference lowering "
