@@ -1,4 +1,5 @@
-//===- RowLoops.cpp - loops over independent rows, threaded when large -*- C++ -*-===//
+//===- RowLoops.cpp - loops over independent rows, threaded when large -*- C++
+//-*-===//
 
 #include "fff/Conversion/RowLoops.h"
 
@@ -6,25 +7,16 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
-
-namespace {
-/// Points `b` at `nested`'s insertion point for the guard's lifetime.
-struct BuildInside {
-  BuildInside(ImplicitLocOpBuilder &b, OpBuilder &nested) : guard(b) {
-    b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
-  }
-  OpBuilder::InsertionGuard guard;
-};
-} // namespace
+using fff::BuildInside;
 
 void fff::buildRowLoop(ImplicitLocOpBuilder &b, Value rows, Value work,
                        int64_t minParallelWork, DictionaryAttr strategy,
                        function_ref<void(Value row)> body) {
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value one = arith::ConstantIndexOp::create(b, 1);
-  Value large = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::uge, work,
-      arith::ConstantIndexOp::create(b, minParallelWork));
+  Value large =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, work,
+                            arith::ConstantIndexOp::create(b, minParallelWork));
   scf::IfOp::create(
       b, large,
       [&](OpBuilder &nested, Location) {
@@ -41,13 +33,13 @@ void fff::buildRowLoop(ImplicitLocOpBuilder &b, Value rows, Value work,
       },
       [&](OpBuilder &nested, Location) {
         BuildInside inside(b, nested);
-        scf::ForOp::create(b, zero, rows, one, ValueRange{},
-                           [&](OpBuilder &inner, Location, Value row,
-                               ValueRange) {
-                             BuildInside inLoop(b, inner);
-                             body(row);
-                             scf::YieldOp::create(b);
-                           });
+        scf::ForOp::create(
+            b, zero, rows, one, ValueRange{},
+            [&](OpBuilder &inner, Location, Value row, ValueRange) {
+              BuildInside inLoop(b, inner);
+              body(row);
+              scf::YieldOp::create(b);
+            });
         scf::YieldOp::create(b);
       });
 }

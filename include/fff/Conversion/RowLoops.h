@@ -1,4 +1,5 @@
-//===- RowLoops.h - loops over independent rows, threaded when large -*- C++ -*-===//
+//===- RowLoops.h - loops over independent rows, threaded when large -*- C++
+//-*-===//
 //
 // The CPU lowerings compute each row (a norm's row, a tree layer's token)
 // independently of the others. This is the one place that decides how such
@@ -16,6 +17,17 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace fff {
+
+/// Points `b` at `nested`'s insertion point (inside a region a builder
+/// callback is filling) for the guard's lifetime, so that code written
+/// against `b` builds there.
+struct BuildInside {
+  BuildInside(mlir::ImplicitLocOpBuilder &b, mlir::OpBuilder &nested)
+      : guard(b) {
+    b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+  }
+  mlir::OpBuilder::InsertionGuard guard;
+};
 
 /// Builds, at `b`'s insertion point, `if (work >= minParallelWork)
 /// scf.parallel (row) in [0, rows) else scf.for (row) in [0, rows)`, each

@@ -128,14 +128,13 @@ public:
   /// The vector at `indices` of `buffer`, in f32; under `mask` if given
   /// (masked-off lanes read as zero).
   Value load(Value buffer, ValueRange indices, Value mask) {
-    auto type = VectorType::get({strategy.lanes},
-                                cast<MemRefType>(buffer.getType())
-                                    .getElementType());
+    auto type = VectorType::get(
+        {strategy.lanes}, cast<MemRefType>(buffer.getType()).getElementType());
     Value raw;
     if (mask) {
       Value zero = arith::ConstantOp::create(
-          b, type, DenseElementsAttr::get(type, b.getZeroAttr(
-                                                   type.getElementType())));
+          b, type,
+          DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
       raw = vector::MaskedLoadOp::create(b, type, buffer, indices, mask, zero);
     } else {
       raw = vector::LoadOp::create(b, type, buffer, indices);
@@ -165,13 +164,13 @@ public:
     auto unrolled = scf::ForOp::create(
         b, index(0), stepEnd, index(step), zeroAccumulators,
         [&](OpBuilder &nested, Location, Value j, ValueRange partial) {
-          InsertionPoint guard(b, nested);
+          BuildInside inside(b, nested);
           SmallVector<Value> next;
           for (auto [i, acc] : llvm::enumerate(partial)) {
             Value column =
                 arith::AddIOp::create(b, j, index(int64_t(i) * lanes));
-            Value x_i = load(x, ValueRange{row, column}, Value());
-            next.push_back(arith::AddFOp::create(b, acc, term(x_i)));
+            Value chunk = load(x, ValueRange{row, column}, Value());
+            next.push_back(arith::AddFOp::create(b, acc, term(chunk)));
           }
           scf::YieldOp::create(b, next);
         });
@@ -182,11 +181,10 @@ public:
     auto rest = scf::ForOp::create(
         b, stepEnd, n, index(lanes), ValueRange{total},
         [&](OpBuilder &nested, Location, Value j, ValueRange acc) {
-          InsertionPoint guard(b, nested);
+          BuildInside inside(b, nested);
           Value mask = tailMask(n, j);
-          Value contribution =
-              arith::SelectOp::create(b, mask, term(load(x, {row, j}, mask)),
-                                      zeros());
+          Value contribution = arith::SelectOp::create(
+              b, mask, term(load(x, {row, j}, mask)), zeros());
           scf::YieldOp::create(
               b, ValueRange{arith::AddFOp::create(b, acc[0], contribution)});
         });
@@ -197,22 +195,23 @@ public:
 
   /// y[row, :] = compute(x[row, :], column, mask), a vector at a time; the
   /// last vector of a ragged row is masked.
-  void writeRow(Value x, Value y, Value row, Value n,
-                function_ref<Value(Value x, Value column, Value mask)> compute) {
+  void
+  writeRow(Value x, Value y, Value row, Value n,
+           function_ref<Value(Value x, Value column, Value mask)> compute) {
     int64_t lanes = strategy.lanes;
     Value fullEnd = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, n, index(lanes)), index(lanes));
-    scf::ForOp::create(b, index(0), fullEnd, index(lanes), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         InsertionPoint guard(b, nested);
-                         Value value = load(x, {row, j}, Value());
-                         store(compute(value, j, Value()), y, {row, j},
-                               Value());
-                         scf::YieldOp::create(b);
-                       });
+    scf::ForOp::create(
+        b, index(0), fullEnd, index(lanes), ValueRange{},
+        [&](OpBuilder &nested, Location, Value j, ValueRange) {
+          BuildInside inside(b, nested);
+          Value value = load(x, {row, j}, Value());
+          store(compute(value, j, Value()), y, {row, j}, Value());
+          scf::YieldOp::create(b);
+        });
     scf::ForOp::create(b, fullEnd, n, index(lanes), ValueRange{},
                        [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         InsertionPoint guard(b, nested);
+                         BuildInside inside(b, nested);
                          Value mask = tailMask(n, j);
                          Value value = load(x, {row, j}, mask);
                          store(compute(value, j, mask), y, {row, j}, mask);
@@ -241,16 +240,6 @@ public:
   }
 
 private:
-  /// Builds at `nested`'s insertion point for the guard's lifetime.
-  struct InsertionPoint {
-    InsertionPoint(ImplicitLocOpBuilder &b, OpBuilder &nested)
-        : guard(b) {
-      b.setInsertionPoint(nested.getInsertionBlock(),
-                          nested.getInsertionPoint());
-    }
-    OpBuilder::InsertionGuard guard;
-  };
-
   ImplicitLocOpBuilder &b;
   const CPUNormStrategy &strategy;
   Type elementType;
@@ -285,8 +274,7 @@ struct NormRows {
     rows = memref::DimOp::create(b, x, 0);
     n = memref::DimOp::create(b, x, 1);
     Value count = arith::UIToFPOp::create(
-        b, b.getF32Type(),
-        arith::IndexCastUIOp::create(b, b.getI64Type(), n));
+        b, b.getF32Type(), arith::IndexCastUIOp::create(b, b.getI64Type(), n));
     inverseCount = arith::DivFOp::create(b, emit.f32(1.0), count);
   }
 
@@ -305,9 +293,17 @@ struct NormRows {
   Value inputBuffer, resultBuffer, x, y, rows, n, inverseCount;
 };
 
-struct LayerNormToVector : OpConversionPattern<LayerNormOp> {
-  LayerNormToVector(MLIRContext *context, int64_t vectorBits)
-      : OpConversionPattern(context), vectorBits(vectorBits) {}
+/// A norm's pattern, for vector registers of `vectorBits` (0: this host's).
+template <typename NormOp>
+struct NormToVectorPattern : OpConversionPattern<NormOp> {
+  NormToVectorPattern(MLIRContext *context, int64_t vectorBits)
+      : OpConversionPattern<NormOp>(context), vectorBits(vectorBits) {}
+
+  int64_t vectorBits;
+};
+
+struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
+  using NormToVectorPattern::NormToVectorPattern;
 
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
@@ -331,8 +327,8 @@ struct LayerNormToVector : OpConversionPattern<LayerNormOp> {
       // The reference's numerics: sums of x - pivot (the row's first
       // element), then of the centred squares, which stay accurate when
       // |mean| >> stddev. An empty row has no pivot.
-      Value hasElements = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ugt, norm.n, emit.index(0));
+      Value hasElements = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
+                                                norm.n, emit.index(0));
       auto pivotIf = scf::IfOp::create(
           b, hasElements,
           [&](OpBuilder &nested, Location loc) {
@@ -346,34 +342,32 @@ struct LayerNormToVector : OpConversionPattern<LayerNormOp> {
             scf::YieldOp::create(nested, loc, ValueRange{emit.f32(0.0)});
           });
       Value pivot = pivotIf.getResult(0);
-      Value pivots = emit.splat(pivot);
+      Value pivotLanes = emit.splat(pivot);
       Value shiftedSum = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
-        return arith::SubFOp::create(b, x, pivots).getResult();
+        return arith::SubFOp::create(b, x, pivotLanes).getResult();
       });
       Value meanShift = arith::MulFOp::create(b, shiftedSum, norm.inverseCount);
-      Value meanShifts = emit.splat(meanShift);
+      Value meanShiftLanes = emit.splat(meanShift);
       Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
         Value centred = arith::SubFOp::create(
-            b, arith::SubFOp::create(b, x, pivots), meanShifts);
+            b, arith::SubFOp::create(b, x, pivotLanes), meanShiftLanes);
         return arith::MulFOp::create(b, centred, centred).getResult();
       });
       Value rstd = emit.reciprocalRoot(squares, norm.inverseCount, epsilon);
       // ((x - pivot) - shift) * rstd = fma(x - pivot, rstd, -shift * rstd).
-      Value offset = arith::NegFOp::create(
-          b, arith::MulFOp::create(b, meanShift, rstd));
-      Value rstds_ = emit.splat(rstd), offsets = emit.splat(offset);
-      emit.writeRow(norm.x, norm.y, row, norm.n,
-                    [&](Value x, Value column, Value mask) {
-                      Value shifted = arith::SubFOp::create(b, x, pivots);
-                      Value y = math::FmaOp::create(b, shifted, rstds_, offsets);
-                      if (gamma)
-                        y = arith::MulFOp::create(
-                            b, y, emit.load(gamma, column, mask));
-                      if (beta)
-                        y = arith::AddFOp::create(
-                            b, y, emit.load(beta, column, mask));
-                      return y;
-                    });
+      Value offset =
+          arith::NegFOp::create(b, arith::MulFOp::create(b, meanShift, rstd));
+      Value rstdLanes = emit.splat(rstd), offsetLanes = emit.splat(offset);
+      emit.writeRow(
+          norm.x, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
+            Value shifted = arith::SubFOp::create(b, x, pivotLanes);
+            Value y = math::FmaOp::create(b, shifted, rstdLanes, offsetLanes);
+            if (gamma)
+              y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
+            if (beta)
+              y = arith::AddFOp::create(b, y, emit.load(beta, column, mask));
+            return y;
+          });
       if (means) {
         memref::StoreOp::create(b, arith::AddFOp::create(b, pivot, meanShift),
                                 means, row);
@@ -392,13 +386,10 @@ struct LayerNormToVector : OpConversionPattern<LayerNormOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
-
-  int64_t vectorBits;
 };
 
-struct RMSNormToVector : OpConversionPattern<RMSNormOp> {
-  RMSNormToVector(MLIRContext *context, int64_t vectorBits)
-      : OpConversionPattern(context), vectorBits(vectorBits) {}
+struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
+  using NormToVectorPattern::NormToVectorPattern;
 
   LogicalResult
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
@@ -413,23 +404,20 @@ struct RMSNormToVector : OpConversionPattern<RMSNormOp> {
       Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
         return arith::MulFOp::create(b, x, x).getResult();
       });
-      Value scale = emit.splat(
-          emit.reciprocalRoot(squares, norm.inverseCount, epsilon));
-      emit.writeRow(norm.x, norm.y, row, norm.n,
-                    [&](Value x, Value column, Value mask) {
-                      Value y = arith::MulFOp::create(b, x, scale);
-                      if (gamma)
-                        y = arith::MulFOp::create(
-                            b, y, emit.load(gamma, column, mask));
-                      return y;
-                    });
+      Value scale =
+          emit.splat(emit.reciprocalRoot(squares, norm.inverseCount, epsilon));
+      emit.writeRow(
+          norm.x, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
+            Value y = arith::MulFOp::create(b, x, scale);
+            if (gamma)
+              y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
+            return y;
+          });
     });
-    rewriter.replaceOp(op, NormRows::asTensor(b, norm.resultBuffer,
-                                              op.getOutput().getType()));
+    rewriter.replaceOp(
+        op, NormRows::asTensor(b, norm.resultBuffer, op.getOutput().getType()));
     return success();
   }
-
-  int64_t vectorBits;
 };
 
 struct ConvertFFFNormsToVectorPass
@@ -463,5 +451,5 @@ void fff::populateFFFNormsToVectorPatterns(RewritePatternSet &patterns,
   // these.
   populateInlineFusionPatterns(patterns);
   patterns.add<LayerNormToVector, RMSNormToVector>(patterns.getContext(),
-                                                    vectorBits);
+                                                   vectorBits);
 }
