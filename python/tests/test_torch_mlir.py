@@ -5,7 +5,6 @@ against torch's own forward."""
 
 import re
 
-import numpy as np
 import pytest
 
 import fff

@@ -30,10 +30,11 @@ _POINTWISE = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sqr
 _TREE_OPS = {"fff.tree_ffn.default": "tree_ffn", "fff.leaf_tree_ffn.default": "leaf_tree_ffn"}
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 # Why fff leaves an op, by name; anything else is "not an op fff compiles".
+_MATRIX_PRODUCTS = "matrix products stay with the fallback (fff lowers them to plain loops on the CPU)"
 _LEFT_BECAUSE = {
-    "linear": "matrix products stay with the fallback (fff's CPU contraction kernels are unoptimized)",
-    "matmul": "matrix products stay with the fallback (fff's CPU contraction kernels are unoptimized)",
-    "bmm": "matrix products stay with the fallback (fff's CPU contraction kernels are unoptimized)",
+    "linear": _MATRIX_PRODUCTS,
+    "matmul": _MATRIX_PRODUCTS,
+    "bmm": _MATRIX_PRODUCTS,
     "softmax": "softmax is not a norm: it stays with the fallback",
     "scaled_dot_product_attention": "attention stays with the fallback",
 }
