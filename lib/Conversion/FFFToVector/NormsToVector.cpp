@@ -22,10 +22,12 @@
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -125,23 +127,29 @@ public:
                                            ArrayRef<ReassociationIndices>{all});
   }
 
-  /// The vector at `indices` of `buffer`, in f32; under `mask` if given
-  /// (masked-off lanes read as zero).
-  Value load(Value buffer, ValueRange indices, Value mask) {
+  /// The vector at `indices` of `buffer`, in its element type; under `mask`
+  /// if given (masked-off lanes read as zero).
+  Value loadRaw(Value buffer, ValueRange indices, Value mask) {
     auto type = VectorType::get(
         {strategy.lanes}, cast<MemRefType>(buffer.getType()).getElementType());
-    Value raw;
-    if (mask) {
-      Value zero = arith::ConstantOp::create(
-          b, type,
-          DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
-      raw = vector::MaskedLoadOp::create(b, type, buffer, indices, mask, zero);
-    } else {
-      raw = vector::LoadOp::create(b, type, buffer, indices);
-    }
-    if (type.getElementType().isF32())
-      return raw;
-    return arith::ExtFOp::create(b, f32Vector, raw);
+    if (!mask)
+      return vector::LoadOp::create(b, type, buffer, indices);
+    Value zero = arith::ConstantOp::create(
+        b, type,
+        DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+    return vector::MaskedLoadOp::create(b, type, buffer, indices, mask, zero);
+  }
+
+  /// `value` (a vector) in f32.
+  Value widen(Value value) {
+    if (cast<VectorType>(value.getType()).getElementType().isF32())
+      return value;
+    return arith::ExtFOp::create(b, f32Vector, value);
+  }
+
+  /// The vector at `indices` of `buffer`, in f32; under `mask` if given.
+  Value load(Value buffer, ValueRange indices, Value mask) {
+    return widen(loadRaw(buffer, indices, mask));
   }
 
   /// Stores the f32 vector `value`, narrowed to the element type.
@@ -154,8 +162,12 @@ public:
       vector::StoreOp::create(b, value, buffer, indices);
   }
 
-  /// The sum over row `row` of `x` ([rows, n]) of term(x), one f32.
-  Value reduceRow(Value x, Value row, Value n,
+  /// Loads the f32 vector of a norm's input at (row, column), under a mask
+  /// if given.
+  using RowLoader = function_ref<Value(Value row, Value column, Value mask)>;
+
+  /// The sum over row `row` of the norm's input of term(x), one f32.
+  Value reduceRow(RowLoader x, Value row, Value n,
                   function_ref<Value(Value)> term) {
     int64_t lanes = strategy.lanes, step = strategy.stepElements();
     Value stepEnd = arith::MulIOp::create(
@@ -169,7 +181,7 @@ public:
           for (auto [i, acc] : llvm::enumerate(partial)) {
             Value column =
                 arith::AddIOp::create(b, j, index(int64_t(i) * lanes));
-            Value chunk = load(x, ValueRange{row, column}, Value());
+            Value chunk = x(row, column, Value());
             next.push_back(arith::AddFOp::create(b, acc, term(chunk)));
           }
           scf::YieldOp::create(b, next);
@@ -183,8 +195,8 @@ public:
         [&](OpBuilder &nested, Location, Value j, ValueRange acc) {
           BuildInside inside(b, nested);
           Value mask = tailMask(n, j);
-          Value contribution = arith::SelectOp::create(
-              b, mask, term(load(x, {row, j}, mask)), zeros());
+          Value contribution =
+              arith::SelectOp::create(b, mask, term(x(row, j, mask)), zeros());
           scf::YieldOp::create(
               b, ValueRange{arith::AddFOp::create(b, acc[0], contribution)});
         });
@@ -196,7 +208,7 @@ public:
   /// y[row, :] = compute(x[row, :], column, mask), a vector at a time; the
   /// last vector of a ragged row is masked.
   void
-  writeRow(Value x, Value y, Value row, Value n,
+  writeRow(RowLoader x, Value y, Value row, Value n,
            function_ref<Value(Value x, Value column, Value mask)> compute) {
     int64_t lanes = strategy.lanes;
     Value fullEnd = arith::MulIOp::create(
@@ -205,7 +217,7 @@ public:
         b, index(0), fullEnd, index(lanes), ValueRange{},
         [&](OpBuilder &nested, Location, Value j, ValueRange) {
           BuildInside inside(b, nested);
-          Value value = load(x, {row, j}, Value());
+          Value value = x(row, j, Value());
           store(compute(value, j, Value()), y, {row, j}, Value());
           scf::YieldOp::create(b);
         });
@@ -213,7 +225,7 @@ public:
                        [&](OpBuilder &nested, Location, Value j, ValueRange) {
                          BuildInside inside(b, nested);
                          Value mask = tailMask(n, j);
-                         Value value = load(x, {row, j}, mask);
+                         Value value = x(row, j, mask);
                          store(compute(value, j, mask), y, {row, j}, mask);
                          scf::YieldOp::create(b);
                        });
@@ -258,24 +270,127 @@ std::optional<int64_t> staticRowSize(RankedTensorType type,
   return size;
 }
 
-/// What both norms share: the strategy, the buffers, and the row loop.
+/// The elementwise linalg.generic that computes `input` for the norm alone
+/// (a fused unit's prologue, such as a residual add), if there is one: all
+/// its operands shaped like `input`, identity maps, a body of elementwise
+/// arith and math ops. The norm then computes it as it reads each row,
+/// instead of reading a buffer the generic would have written.
+linalg::GenericOp elementwisePrologue(Value input) {
+  auto generic = input.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !input.hasOneUse() || generic->getNumResults() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
+    return {};
+  if (generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return {};
+  auto shape = cast<RankedTensorType>(input.getType()).getShape();
+  for (Value operand : generic.getDpsInputs()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || type.getShape() != shape)
+      return {};
+  }
+  Block *body = generic.getBody();
+  for (Operation &op : body->without_terminator()) {
+    bool elementwise = OpTrait::hasElementwiseMappableTraits(&op) &&
+                       op.getNumRegions() == 0 && op.getNumResults() == 1;
+    if (!elementwise && !isa<arith::ConstantOp>(op))
+      return {};
+    for (Value operand : op.getOperands())
+      if (operand.getParentBlock() != body &&
+          !operand.getType().isIntOrIndexOrFloat())
+        return {};
+  }
+  return generic;
+}
+
+/// What both norms share: the strategy, the buffers, the row loop, and how
+/// a row of the input is read.
 struct NormRows {
   NormRows(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank,
            int64_t vectorBits)
-      : type(cast<RankedTensorType>(input.getType())),
+      : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
         strategy(selectCPUNormStrategy(staticRowSize(type, normalizedRank),
                                        vectorBits)),
-        emit(b, strategy, type.getElementType()) {
-    inputBuffer = emit.readBuffer(input);
-    x = emit.rowsView(inputBuffer, leadingRank);
-    resultBuffer = emit.alloc(type, inputBuffer);
+        emit(b, strategy, type.getElementType()),
+        prologue(elementwisePrologue(input)) {
+    SmallVector<Value> sources{input};
+    if (prologue)
+      sources = llvm::to_vector(prologue.getDpsInputs());
+    for (Value source : sources) {
+      Value buffer = emit.readBuffer(source);
+      if (!shapeSource)
+        shapeSource = buffer;
+      inputs.push_back(emit.rowsView(buffer, leadingRank));
+    }
+    resultBuffer = emit.alloc(type, shapeSource);
     y = emit.rowsView(resultBuffer, leadingRank);
-    rows = memref::DimOp::create(b, x, 0);
-    n = memref::DimOp::create(b, x, 1);
+    rows = memref::DimOp::create(b, inputs.front(), 0);
+    n = memref::DimOp::create(b, inputs.front(), 1);
     Value count = arith::UIToFPOp::create(
         b, b.getF32Type(), arith::IndexCastUIOp::create(b, b.getI64Type(), n));
     inverseCount = arith::DivFOp::create(b, emit.f32(1.0), count);
+  }
+
+  /// The input's f32 vector at (row, column), under `mask` if given.
+  Value load(Value row, Value column, Value mask) {
+    if (!prologue)
+      return emit.load(inputs.front(), {row, column}, mask);
+    SmallVector<Value> operands;
+    for (Value input : inputs)
+      operands.push_back(emit.loadRaw(input, {row, column}, mask));
+    return emit.widen(evaluatePrologue(operands, strategy.lanes));
+  }
+
+  /// The input's first element of `row`, in f32.
+  Value loadFirst(Value row) {
+    SmallVector<Value> operands;
+    for (Value input : inputs)
+      operands.push_back(
+          memref::LoadOp::create(b, input, ValueRange{row, emit.index(0)}));
+    Value first =
+        prologue ? evaluatePrologue(operands, /*lanes=*/0) : operands.front();
+    if (!first.getType().isF32())
+      first = arith::ExtFOp::create(b, b.getF32Type(), first);
+    return first;
+  }
+
+  /// The prologue's body on `operands`: scalars (`lanes` 0) or vectors of
+  /// `lanes`, whose ops it applies lane by lane.
+  Value evaluatePrologue(ValueRange operands, int64_t lanes) {
+    auto lanesOf = [&](Type type) -> Type {
+      return lanes ? VectorType::get({lanes}, type) : type;
+    };
+    Block *body = prologue.getBody();
+    IRMapping values;
+    values.map(body->getArguments().take_front(operands.size()), operands);
+    for (Operation &op : body->without_terminator()) {
+      for (Value operand : op.getOperands())
+        if (!values.contains(operand))
+          values.map(operand, lanes
+                                  ? vector::BroadcastOp::create(
+                                        b, lanesOf(operand.getType()), operand)
+                                  : operand);
+      Operation *copy = b.clone(op, values);
+      if (lanes && isa<arith::ConstantOp>(op)) {
+        values.map(op.getResult(0), vector::BroadcastOp::create(
+                                        b, lanesOf(op.getResult(0).getType()),
+                                        copy->getResult(0)));
+        continue;
+      }
+      for (Value result : copy->getResults())
+        result.setType(lanesOf(result.getType()));
+      values.map(op.getResults(), copy->getResults());
+    }
+    return values.lookup(body->getTerminator()->getOperand(0));
+  }
+
+  /// Erases the prologue, which the norm now computes itself.
+  void erasePrologue(ConversionPatternRewriter &rewriter) {
+    if (prologue)
+      rewriter.eraseOp(prologue);
   }
 
   /// The result tensor of the buffer `buffer` of `resultType`.
@@ -286,11 +401,15 @@ struct NormRows {
                                              /*writable=*/true);
   }
 
+  ImplicitLocOpBuilder &b;
   RankedTensorType type;
   int64_t leadingRank;
   CPUNormStrategy strategy;
   RowEmitter emit;
-  Value inputBuffer, resultBuffer, x, y, rows, n, inverseCount;
+  linalg::GenericOp prologue;
+  /// The input, or the prologue's operands, as [rows, n].
+  SmallVector<Value> inputs;
+  Value shapeSource, resultBuffer, y, rows, n, inverseCount;
 };
 
 /// A norm's pattern, for vector registers of `vectorBits` (0: this host's).
@@ -317,8 +436,8 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
     Value meanBuffer, rstdBuffer, means, rstds;
     if (op.getReturnStats()) {
       auto statsType = cast<RankedTensorType>(op.getMean().getType());
-      meanBuffer = emit.alloc(statsType, norm.inputBuffer);
-      rstdBuffer = emit.alloc(statsType, norm.inputBuffer);
+      meanBuffer = emit.alloc(statsType, norm.shapeSource);
+      rstdBuffer = emit.alloc(statsType, norm.shapeSource);
       means = emit.flatView(meanBuffer);
       rstds = emit.flatView(rstdBuffer);
     }
@@ -331,24 +450,25 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
                                                 norm.n, emit.index(0));
       auto pivotIf = scf::IfOp::create(
           b, hasElements,
-          [&](OpBuilder &nested, Location loc) {
-            Value first = memref::LoadOp::create(
-                nested, loc, norm.x, ValueRange{row, emit.index(0)});
-            if (!first.getType().isF32())
-              first = arith::ExtFOp::create(nested, loc, b.getF32Type(), first);
-            scf::YieldOp::create(nested, loc, first);
+          [&](OpBuilder &nested, Location) {
+            BuildInside inside(b, nested);
+            scf::YieldOp::create(b, norm.loadFirst(row));
           },
-          [&](OpBuilder &nested, Location loc) {
-            scf::YieldOp::create(nested, loc, ValueRange{emit.f32(0.0)});
+          [&](OpBuilder &nested, Location) {
+            BuildInside inside(b, nested);
+            scf::YieldOp::create(b, ValueRange{emit.f32(0.0)});
           });
       Value pivot = pivotIf.getResult(0);
       Value pivotLanes = emit.splat(pivot);
-      Value shiftedSum = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
+      auto input = [&](Value row, Value column, Value mask) {
+        return norm.load(row, column, mask);
+      };
+      Value shiftedSum = emit.reduceRow(input, row, norm.n, [&](Value x) {
         return arith::SubFOp::create(b, x, pivotLanes).getResult();
       });
       Value meanShift = arith::MulFOp::create(b, shiftedSum, norm.inverseCount);
       Value meanShiftLanes = emit.splat(meanShift);
-      Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
+      Value squares = emit.reduceRow(input, row, norm.n, [&](Value x) {
         Value centred = arith::SubFOp::create(
             b, arith::SubFOp::create(b, x, pivotLanes), meanShiftLanes);
         return arith::MulFOp::create(b, centred, centred).getResult();
@@ -359,7 +479,7 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
           arith::NegFOp::create(b, arith::MulFOp::create(b, meanShift, rstd));
       Value rstdLanes = emit.splat(rstd), offsetLanes = emit.splat(offset);
       emit.writeRow(
-          norm.x, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
+          input, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
             Value shifted = arith::SubFOp::create(b, x, pivotLanes);
             Value y = math::FmaOp::create(b, shifted, rstdLanes, offsetLanes);
             if (gamma)
@@ -384,6 +504,7 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
           NormRows::asTensor(b, rstdBuffer, op.getRstd().getType()));
     }
     rewriter.replaceOp(op, results);
+    norm.erasePrologue(rewriter);
     return success();
   }
 };
@@ -401,13 +522,16 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
 
     emit.forEachRow(norm.rows, norm.n, [&](Value row) {
-      Value squares = emit.reduceRow(norm.x, row, norm.n, [&](Value x) {
+      auto input = [&](Value row, Value column, Value mask) {
+        return norm.load(row, column, mask);
+      };
+      Value squares = emit.reduceRow(input, row, norm.n, [&](Value x) {
         return arith::MulFOp::create(b, x, x).getResult();
       });
       Value scale =
           emit.splat(emit.reciprocalRoot(squares, norm.inverseCount, epsilon));
       emit.writeRow(
-          norm.x, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
+          input, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
             Value y = arith::MulFOp::create(b, x, scale);
             if (gamma)
               y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
@@ -416,6 +540,7 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
     });
     rewriter.replaceOp(
         op, NormRows::asTensor(b, norm.resultBuffer, op.getOutput().getType()));
+    norm.erasePrologue(rewriter);
     return success();
   }
 };

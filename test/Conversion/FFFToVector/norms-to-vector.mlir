@@ -80,3 +80,37 @@ func.func @one_row_in_a_unit(%x: tensor<4x8xf32>, %a: tensor<4x8xf32>) -> tensor
   } -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A unit's elementwise prologue that only the norm reads (a residual add in
+// bf16, with a captured scalar) is computed as the norm reads each row: no
+// buffer for its result, no loop of its own.
+// CHECK-LABEL: func.func @residual_prologue
+// CHECK-NOT:     linalg.generic
+// CHECK:         scf.parallel
+// CHECK:           %[[A:.*]] = vector.load %{{.*}} : memref<?x96xbf16>, vector<16xbf16>
+// CHECK:           %[[B:.*]] = vector.load %{{.*}} : memref<?x96xbf16>, vector<16xbf16>
+// CHECK:           %[[SUM:.*]] = arith.addf %[[A]], %[[B]] : vector<16xbf16>
+// CHECK:           arith.mulf %[[SUM]], %{{.*}} : vector<16xbf16>
+// CHECK:           arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK-NOT:     linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @residual_prologue(%x: tensor<?x96xbf16>, %a: tensor<?x96xbf16>, %s: bf16) -> tensor<?x96xbf16> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x96xbf16>
+  %e = tensor.empty(%rows) : tensor<?x96xbf16>
+  %y = fff.fusion ins(%x, %a, %e, %s : tensor<?x96xbf16>, tensor<?x96xbf16>, tensor<?x96xbf16>, bf16) {
+  ^bb0(%p: tensor<?x96xbf16>, %q: tensor<?x96xbf16>, %o: tensor<?x96xbf16>, %scale: bf16):
+    %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%p, %q : tensor<?x96xbf16>, tensor<?x96xbf16>) outs(%o : tensor<?x96xbf16>) {
+    ^bb1(%u: bf16, %v: bf16, %w: bf16):
+      %t = arith.addf %u, %v : bf16
+      %r = arith.mulf %t, %scale : bf16
+      linalg.yield %r : bf16
+    } -> tensor<?x96xbf16>
+    %n = fff.layer_norm %h : tensor<?x96xbf16>
+    fff.yield %n : tensor<?x96xbf16>
+  } -> tensor<?x96xbf16>
+  return %y : tensor<?x96xbf16>
+}
