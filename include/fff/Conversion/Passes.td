@@ -18,7 +18,9 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
     * `fff.tree_ffn` / `fff.leaf_tree_ffn` become `scf.for` loops over
       buffers (`bufferization.to_buffer` of the operands, a fresh buffer for
       the result), because each row's path through the tree is data
-      dependent. Accumulation is in f32.
+      dependent. Accumulation is in f32. A `tree_ffn` of 2^23
+      multiply-adds or more loops over its tokens with `scf.parallel`, which
+      the CPU pipeline splits across threads.
 
     All other ops are left alone. Run before bufferization.
   }];
@@ -36,14 +38,21 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
 def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
   let summary = "Lower fff norms to vector code over row loops (fast CPU path)";
   let description = [{
-    Replaces each `fff.layer_norm` and `fff.rms_norm` with an `scf.parallel`
-    loop over its rows (the leading dims, flattened) on buffers, whose body
-    is vector code: reductions into several f32 vector accumulators, then
-    one pass that normalizes, applies the affine parameters and narrows back
-    to the element type. 16-bit elements are widened to f32 as they are
-    loaded. A row's tail (its size modulo the vector width) uses masked
-    loads and stores. The rows are independent, so the result is the same
-    whichever rows run together.
+    Replaces each `fff.layer_norm` and `fff.rms_norm` with a loop over its
+    rows (the leading dims, flattened) on buffers, whose body is vector
+    code: reductions into several f32 vector accumulators, then one pass
+    that normalizes, applies the affine parameters and narrows back to the
+    element type. 16-bit elements are widened to f32 as they are loaded. A
+    row's tail (its size modulo the vector width) uses masked loads and
+    stores. Norms of 2^20 elements or more loop with `scf.parallel`, which
+    the CPU pipeline splits across threads; smaller ones with `scf.for`.
+    The rows are independent, so the result is the same whichever rows run
+    together.
+
+    A fused unit is inlined first. When the norm's input is computed by an
+    elementwise `linalg.generic` that nothing else reads (a unit's prologue,
+    such as a residual add), the norm computes it as it reads each row, lane
+    by lane, and the generic goes away.
 
     LayerNorm keeps the reference lowering's numerics: sums of `x - pivot`
     (the row's first element), then the centred sum of squares. The row is
@@ -63,7 +72,8 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     ```mlir
     scf.parallel (%row) = (%c0) to (%rows) step (%c1) {
       ... vector.load %x[%row, %j] : memref<?x768xf32>, vector<16xf32> ...
-    } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, vector_bits = 512 : i64}}
+    } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64,
+                       min_parallel_elements = 1048576 : i64, vector_bits = 512 : i64}}
     ```
   }];
   let options = [
