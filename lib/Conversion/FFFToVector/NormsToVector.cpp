@@ -1,7 +1,8 @@
 //===- NormsToVector.cpp - fff norms to CPU vector loops --------*- C++ -*-===//
 //
-// The CPU pipeline's lowering of fff's norms: a parallel loop over rows whose
-// body is vector code. convert-fff-to-loops keeps the scalar linalg form as
+// The CPU pipeline's lowering of fff's norms: a loop over rows (split across
+// threads when the norm is large, RowLoops.h) whose body is vector code.
+// convert-fff-to-loops keeps the scalar linalg form as
 // the reference the tests and GPU kernels are checked against; this one is
 // written for speed, with the same arithmetic per element:
 //
@@ -11,6 +12,9 @@
 // - 16-bit rows are widened to f32 as they are loaded and narrowed as they
 //   are stored, so that all arithmetic is in f32, as in the reference;
 // - a row's tail is a masked load and store, never a scalar loop;
+// - a fused unit's elementwise prologue that only the norm reads is
+//   evaluated lane by lane as each row is read, so its result is never
+//   stored;
 // - rows are independent, so the parallel loop's split cannot change a bit.
 //
 //===----------------------------------------------------------------------===//
