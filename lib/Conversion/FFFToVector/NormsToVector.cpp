@@ -348,6 +348,14 @@ struct NormRows {
     return emit.widen(evaluatePrologue(operands, strategy.lanes));
   }
 
+  /// `load` as a callable for the row emitter (which keeps only a reference
+  /// to it: the caller holds it while the rows are built).
+  auto loader() {
+    return [this](Value row, Value column, Value mask) {
+      return load(row, column, mask);
+    };
+  }
+
   /// The input's first element of `row`, in f32.
   Value loadFirst(Value row) {
     SmallVector<Value> operands;
@@ -446,6 +454,7 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
       rstds = emit.flatView(rstdBuffer);
     }
 
+    auto input = norm.loader();
     emit.forEachRow(norm.rows, norm.n, [&](Value row) {
       // The reference's numerics: sums of x - pivot (the row's first
       // element), then of the centred squares, which stay accurate when
@@ -464,9 +473,6 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
           });
       Value pivot = pivotIf.getResult(0);
       Value pivotLanes = emit.splat(pivot);
-      auto input = [&](Value row, Value column, Value mask) {
-        return norm.load(row, column, mask);
-      };
       Value shiftedSum = emit.reduceRow(input, row, norm.n, [&](Value x) {
         return arith::SubFOp::create(b, x, pivotLanes).getResult();
       });
@@ -525,10 +531,8 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
     Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
 
+    auto input = norm.loader();
     emit.forEachRow(norm.rows, norm.n, [&](Value row) {
-      auto input = [&](Value row, Value column, Value mask) {
-        return norm.load(row, column, mask);
-      };
       Value squares = emit.reduceRow(input, row, norm.n, [&](Value x) {
         return arith::MulFOp::create(b, x, x).getResult();
       });

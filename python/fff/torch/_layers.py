@@ -46,13 +46,17 @@ def _element(name, tensor, like):
         raise ValueError(f"{name} is on {tensor.device}, but x is on {like.device}")
 
 
-def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
+def _check_common(op, x, depth, activation):
+    """What both tree ops require of x's dtype, the depth and the activation."""
     if x.dtype not in _ELEMENT:
-        raise ValueError(f"fff::tree_ffn takes f32, f16 or bf16 tensors, not {x.dtype}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation '{activation}': expected one of {', '.join(ACTIVATIONS)}")
+        raise ValueError(f"{op} takes f32, f16 or bf16 tensors, not {x.dtype}")
+    _activation_name(activation)
     if depth < 0:
         raise ValueError(f"depth must be at least 0, got {depth}")
+
+
+def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
+    _check_common("fff::tree_ffn", x, depth, activation)
     nodes = 2 ** (depth + 1) - 1
     if x.dim() < 1 or w_in.dim() != 3 or w_out.dim() != 3:
         raise ValueError("fff::tree_ffn takes x [..., Din], w_in [K, N, Din] and w_out [K, N, Dout]")
@@ -72,12 +76,7 @@ def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
 
 
 def _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    if x.dtype not in _ELEMENT:
-        raise ValueError(f"fff::leaf_tree_ffn takes f32, f16 or bf16 tensors, not {x.dtype}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation '{activation}': expected one of {', '.join(ACTIVATIONS)}")
-    if depth < 0:
-        raise ValueError(f"depth must be at least 0, got {depth}")
+    _check_common("fff::leaf_tree_ffn", x, depth, activation)
     leaves, din = 2 ** depth, x.shape[-1]
     width, dout = w1.shape[-1], w2.shape[-1]
     expected = {"node_w": (leaves - 1, din), "node_b": (leaves - 1,), "w1": (leaves, din, width),
