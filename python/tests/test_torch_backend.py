@@ -141,3 +141,32 @@ def test_norm_in_bf16():
     compiled = torch.compile(model, backend="fff", options={"fallback": "eager"})
     with torch.no_grad():
         assert relative_error(compiled(x), model(x)) < 2e-2
+
+
+class MeanOfX(torch.nn.Module):
+    """Looks like a norm to the partitioner (a mean and an rsqrt) but is
+    not one: the mean is of x, not of x squared."""
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.mean(-1, keepdim=True).abs() + 1.0)
+
+
+def test_a_region_without_a_norm_stays_with_the_fallback_and_says_why():
+    model = MeanOfX()
+    x = torch.randn(4, 16)
+    report = fff.torch.explain(model, x, print_report=False)
+    assert not report.taken and report.ops_taken == 0
+    assert any("fff found no norm in it" in reason for (_, reason) in report.left), str(report)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert relative_error(torch.compile(model, backend="fff")(x), model(x)) < 1e-5
+
+
+def test_a_graph_off_the_cpu_goes_to_the_fallback_and_says_why():
+    gm = torch.fx.symbolic_trace(torch.nn.LayerNorm(8))
+    report = fff.torch.Report()
+    compiled = fff.torch.backend(gm, [torch.empty(2, 8, device="meta")], fallback="eager", report=report)
+    assert not report.taken
+    assert all("the graph runs on meta" in reason for (_, reason) in report.left), str(report)
+    x = torch.randn(2, 8)
+    assert torch.equal(compiled(x), gm(x))
