@@ -96,6 +96,9 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     ConvertFFFNormsToVectorOptions vectors;
     vectors.vectorBits = options.vectorBits;
     pm.addPass(createConvertFFFNormsToVector(vectors));
+    ConvertFFFTreesToVectorOptions trees;
+    trees.vectorBits = options.vectorBits;
+    pm.addPass(createConvertFFFTreesToVector(trees));
   }
   pm.addPass(createConvertFFFToLoops());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -126,8 +129,12 @@ void fff::buildCPUPipeline(OpPassManager &pm,
 
   // Buffers and loops -> LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Activations become inline polynomials, as in the GPU kernels; the
+  // reference keeps libm's.
+  if (!options.reference)
+    pm.addPass(createApproximateMath());
   // Math ops with an LLVM intrinsic go to LLVM first; what remains (erf,
-  // tanh) becomes a libm call.
+  // tanh in the reference) becomes a libm call.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   arith::ArithExpandOpsPassOptions expand;
@@ -140,6 +147,12 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   // The norms' vector code: masks and reductions need the vector dialect's
   // own lowering patterns, which the generic conversion does not run.
   pm.addPass(createConvertVectorToLLVMPass());
+  // Large buffers (results, above all) on huge pages: one page fault per 2
+  // MiB instead of per 4 KiB.
+  pm.addPass(createHugePageAllocations());
+  FinalizeMemRefToLLVMConversionPassOptions memrefs;
+  memrefs.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

@@ -91,6 +91,73 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
   ];
 }
 
+def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
+  let summary = "Lower fff tree layers to vector code over token loops (fast CPU path)";
+  let description = [{
+    Replaces each `fff.tree_ffn` and `fff.leaf_tree_ffn` with loops over its
+    tokens on buffers, whose bodies are vector code: dot products into
+    several f32 vector accumulators, and output rows updated a vector at a
+    time, with masked tails. 16-bit elements are widened to f32 as they are
+    loaded; the f32 sums are narrowed once, when a token is done.
+
+    The tokens are regrouped once per tree, so that tokens that will read
+    the same weights run one after the other and find them in the core's
+    cache:
+
+    - `fff.tree_ffn`: every token walks the top `sort_level` levels, in token
+      order; the tokens are then counting-sorted (stably) by the node they
+      reached, and walk the rest of the tree in that order. `sort_level` is
+      the shallowest level whose subtrees' weights fit in half of
+      `cache-bytes`; 0 (the whole tree fits) walks in token order.
+    - `fff.leaf_tree_ffn`: every token is routed to its leaf; the tokens are
+      sorted by leaf (by the leaf's ancestor at level 10 for deeper trees),
+      and each computes its leaf's MLP, a vector of hidden units at a time.
+
+    Each token's arithmetic, and the order of its sums, is the same whatever
+    the grouping and the thread split, so neither changes a bit of the
+    result. Token loops of 2^23 multiply-adds or more are `scf.parallel`,
+    which the CPU pipeline splits across threads.
+
+    The choices are made in one place (`CPUTreeStrategy.cpp`) and recorded
+    on the token loops as `fff.strategy`. `convert-fff-to-loops` keeps the
+    scalar reference lowering.
+
+    Run before bufferization.
+
+    Example (`vector-bits=512 cache-bytes=2097152`, UltraFastBERT-1x11):
+
+    ```mlir
+    scf.for %tree = %c0 to %trees step %c1 {
+      scf.if %large {
+        scf.parallel (%row) = (%c0) to (%rows) step (%c1) {
+          ... five levels of vector.fma, then memref.store %node, %nodes[%row]
+        } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64,
+                           lanes = 16 : i64, min_parallel_work = 8388608 : i64,
+                           sort_level = 5 : i64, vector_bits = 512 : i64}}
+      } else { ... }
+      ... counting sort of %nodes into %order ...
+      ... the other seven levels, for the token %order[%position] ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "Vector register width in bits: 128, 256 or 512; 0 takes this "
+           "host's widest">,
+    Option<"cacheBytes", "cache-bytes", "int64_t", /*default=*/"0",
+           "Per-core cache in bytes that regrouping sizes subtrees for; 0 "
+           "takes this host's L2">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower fff ops to one GPU kernel each";
   let description = [{

@@ -53,12 +53,14 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(false)};
   Option<int64_t> vectorBits{
       *this, "vector-bits",
-      llvm::cl::desc("Vector register width the norms' loops fill: 128, 256 "
-                     "or 512; 0 takes this host's widest"),
+      llvm::cl::desc("Vector register width the norms' and tree layers' "
+                     "loops fill: 128, 256 or 512; 0 takes this host's "
+                     "widest"),
       llvm::cl::init(0)};
   Option<int64_t> threads{
       *this, "threads",
-      llvm::cl::desc("Threads the norms' rows are split across: 0 takes all "
+      llvm::cl::desc("Threads the norms' rows and tree layers' tokens are "
+                     "split across: 0 takes all "
                      "the cores of the machine that runs the code (MLIR's "
                      "async runtime, libmlir_async_runtime.so, must then be "
                      "loaded); 1 runs them in the calling thread"),
@@ -71,8 +73,9 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(false)};
   Option<bool> reference{
       *this, "reference",
-      llvm::cl::desc("Lower norms with the scalar reference lowering "
-                     "(convert-fff-to-loops) instead of vector code"),
+      llvm::cl::desc("Lower norms and tree layers with the scalar "
+                     "reference lowering (convert-fff-to-loops) instead of "
+                     "vector code, and keep libm's activations"),
       llvm::cl::init(false)};
 };
 

@@ -8,6 +8,7 @@
 
 #include "fff/Conversion/Passes.h"
 
+#include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 
 #include "fff/Dialect/FFF/IR/FFFOps.h"
@@ -485,12 +486,6 @@ public:
 private:
   ImplicitLocOpBuilder &b;
 };
-
-/// The multiply-adds of a tree layer from which its tokens are split across
-/// threads; below it (UltraFastBERT-1x11: 455 tokens), waking the threads
-/// costs more than they save. Measured here: 128 tokens took 0.41 ms in
-/// one thread and 0.64 ms in two; 4096 tokens 17 ms and 8 ms.
-constexpr int64_t kMinParallelTreeWork = int64_t(1) << 23;
 
 struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
   using OpConversionPattern::OpConversionPattern;

@@ -3,6 +3,7 @@
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -17,6 +18,15 @@ int64_t fff::hostVectorBits() {
   if (features.lookup("avx2"))
     return 256;
   return 128;
+}
+
+LogicalResult fff::checkVectorBits(Operation *op, int64_t vectorBits) {
+  if (vectorBits == 0 || vectorBits == 128 || vectorBits == 256 ||
+      vectorBits == 512)
+    return success();
+  return op->emitError()
+         << "vector-bits must be 0 (this host's), 128, 256 or 512, not "
+         << vectorBits;
 }
 
 fff::CPUNormStrategy fff::selectCPUNormStrategy(std::optional<int64_t> rowSize,

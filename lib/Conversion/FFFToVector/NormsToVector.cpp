@@ -21,6 +21,7 @@
 
 #include "fff/Conversion/Passes.h"
 
+#include "VectorEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
@@ -47,38 +48,10 @@ namespace {
 
 /// The rows of a norm as buffers, and the vector code over one row: `x` and
 /// `y` viewed as [rows, n], the affine parameters as [n].
-class RowEmitter {
+class RowEmitter : public VectorEmitter {
 public:
-  RowEmitter(ImplicitLocOpBuilder &b, const CPUNormStrategy &strategy,
-             Type elementType)
-      : b(b), strategy(strategy), elementType(elementType),
-        f32Vector(VectorType::get({strategy.lanes}, b.getF32Type())),
-        storageVector(VectorType::get({strategy.lanes}, elementType)),
-        maskVector(VectorType::get({strategy.lanes}, b.getI1Type())) {}
-
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, value);
-  }
-
-  Value f32(double value) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
-  }
-
-  Value splat(Value scalar) {
-    return vector::BroadcastOp::create(b, f32Vector, scalar);
-  }
-
-  Value zeros() { return splat(f32(0.0)); }
-
-  /// A read-only buffer of `tensor`; null stays null.
-  Value readBuffer(Value tensor) {
-    if (!tensor)
-      return Value();
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return bufferization::ToBufferOp::create(
-        b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-        /*read_only=*/true);
-  }
+  RowEmitter(ImplicitLocOpBuilder &b, const CPUNormStrategy &strategy)
+      : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
 
   /// A fresh buffer shaped like `type`, whose dynamic extents are those of
   /// `like` (a buffer of the same rank).
@@ -131,41 +104,6 @@ public:
                                            ArrayRef<ReassociationIndices>{all});
   }
 
-  /// The vector at `indices` of `buffer`, in its element type; under `mask`
-  /// if given (masked-off lanes read as zero).
-  Value loadRaw(Value buffer, ValueRange indices, Value mask) {
-    auto type = VectorType::get(
-        {strategy.lanes}, cast<MemRefType>(buffer.getType()).getElementType());
-    if (!mask)
-      return vector::LoadOp::create(b, type, buffer, indices);
-    Value zero = arith::ConstantOp::create(
-        b, type,
-        DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
-    return vector::MaskedLoadOp::create(b, type, buffer, indices, mask, zero);
-  }
-
-  /// `value` (a vector) in f32.
-  Value widen(Value value) {
-    if (cast<VectorType>(value.getType()).getElementType().isF32())
-      return value;
-    return arith::ExtFOp::create(b, f32Vector, value);
-  }
-
-  /// The vector at `indices` of `buffer`, in f32; under `mask` if given.
-  Value load(Value buffer, ValueRange indices, Value mask) {
-    return widen(loadRaw(buffer, indices, mask));
-  }
-
-  /// Stores the f32 vector `value`, narrowed to the element type.
-  void store(Value value, Value buffer, ValueRange indices, Value mask) {
-    if (!elementType.isF32())
-      value = arith::TruncFOp::create(b, storageVector, value);
-    if (mask)
-      vector::MaskedStoreOp::create(b, buffer, indices, mask, value);
-    else
-      vector::StoreOp::create(b, value, buffer, indices);
-  }
-
   /// Loads the f32 vector of a norm's input at (row, column), under a mask
   /// if given.
   using RowLoader = function_ref<Value(Value row, Value column, Value mask)>;
@@ -173,9 +111,8 @@ public:
   /// The sum over row `row` of the norm's input of term(x), one f32.
   Value reduceRow(RowLoader x, Value row, Value n,
                   function_ref<Value(Value)> term) {
-    int64_t lanes = strategy.lanes, step = strategy.stepElements();
-    Value stepEnd = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, n, index(step)), index(step));
+    int64_t step = strategy.stepElements();
+    Value stepEnd = roundDown(n, step);
     SmallVector<Value> zeroAccumulators(strategy.accumulators, zeros());
     auto unrolled = scf::ForOp::create(
         b, index(0), stepEnd, index(step), zeroAccumulators,
@@ -214,9 +151,7 @@ public:
   void
   writeRow(RowLoader x, Value y, Value row, Value n,
            function_ref<Value(Value x, Value column, Value mask)> compute) {
-    int64_t lanes = strategy.lanes;
-    Value fullEnd = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, n, index(lanes)), index(lanes));
+    Value fullEnd = roundDown(n, lanes);
     scf::ForOp::create(
         b, index(0), fullEnd, index(lanes), ValueRange{},
         [&](OpBuilder &nested, Location, Value j, ValueRange) {
@@ -235,12 +170,6 @@ public:
                        });
   }
 
-  /// The lanes of the vector at column `j` that lie inside a row of `n`.
-  Value tailMask(Value n, Value j) {
-    return vector::CreateMaskOp::create(
-        b, maskVector, ValueRange{arith::SubIOp::create(b, n, j)});
-  }
-
   /// rsqrt(sum / n + epsilon).
   Value reciprocalRoot(Value sum, Value inverseCount, Value epsilon) {
     Value mean = arith::MulFOp::create(b, sum, inverseCount);
@@ -256,10 +185,7 @@ public:
   }
 
 private:
-  ImplicitLocOpBuilder &b;
   const CPUNormStrategy &strategy;
-  Type elementType;
-  VectorType f32Vector, storageVector, maskVector;
 };
 
 /// The product of a norm's normalized extents, when all are static.
@@ -318,8 +244,7 @@ struct NormRows {
         leadingRank(type.getRank() - normalizedRank),
         strategy(selectCPUNormStrategy(staticRowSize(type, normalizedRank),
                                        vectorBits)),
-        emit(b, strategy, type.getElementType()),
-        prologue(elementwisePrologue(input)) {
+        emit(b, strategy), prologue(elementwisePrologue(input)) {
     SmallVector<Value> sources{input};
     if (prologue)
       sources = llvm::to_vector(prologue.getDpsInputs());
@@ -558,13 +483,8 @@ struct ConvertFFFNormsToVectorPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (vectorBits != 0 && vectorBits != 128 && vectorBits != 256 &&
-        vectorBits != 512) {
-      getOperation()->emitError()
-          << "vector-bits must be 0 (this host's), 128, 256 or 512, not "
-          << int64_t(vectorBits);
+    if (failed(checkVectorBits(getOperation(), vectorBits)))
       return signalPassFailure();
-    }
     ConversionTarget target(getContext());
     target.addIllegalOp<LayerNormOp, RMSNormOp, FusionOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

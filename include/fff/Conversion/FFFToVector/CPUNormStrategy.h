@@ -13,6 +13,7 @@
 #define FFF_CONVERSION_FFFTOVECTOR_CPUNORMSTRATEGY_H
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Support/LogicalResult.h"
 
 #include <cstdint>
 #include <optional>
@@ -42,6 +43,10 @@ struct CPUNormStrategy {
 /// The widest vector registers this machine's CPU has: 512 with AVX-512F,
 /// 256 with AVX2, else 128.
 int64_t hostVectorBits();
+
+/// Fails with a one-line error on `op` unless `vectorBits` is 0 (this
+/// host's), 128, 256 or 512.
+mlir::LogicalResult checkVectorBits(mlir::Operation *op, int64_t vectorBits);
 
 /// Chooses the strategy for rows of `rowSize` elements (nullopt when
 /// dynamic) on vector registers of `vectorBits` (0: this host's).

@@ -1,4 +1,4 @@
-//===- FFFToVector.h - fff norms to CPU vector loops ------------*- C++ -*-===//
+//===- FFFToVector.h - fff norms and trees to CPU vector loops --*- C++ -*-===//
 
 #ifndef FFF_CONVERSION_FFFTOVECTOR_FFFTOVECTOR_H
 #define FFF_CONVERSION_FFFTOVECTOR_FFFTOVECTOR_H
@@ -16,6 +16,13 @@ namespace fff {
 /// host's); see the `convert-fff-norms-to-vector` pass.
 void populateFFFNormsToVectorPatterns(mlir::RewritePatternSet &patterns,
                                       int64_t vectorBits);
+
+/// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to token loops of
+/// vector code over buffers, for vector registers of `vectorBits` and a
+/// per-core cache of `cacheBytes` (0: this host's); see the
+/// `convert-fff-trees-to-vector` pass.
+void populateFFFTreesToVectorPatterns(mlir::RewritePatternSet &patterns,
+                                      int64_t vectorBits, int64_t cacheBytes);
 
 } // namespace fff
 

@@ -1,0 +1,86 @@
+//===- CPUTreeStrategy.h - how a tree layer maps onto the CPU ---*- C++ -*-===//
+//
+// The one place where the CPU lowering decides the shape of a tree layer's
+// loops: vector width and accumulators (as for the norms), from what size
+// its tokens are split across threads, and at which level tokens are
+// regrouped by the node they reached.
+//
+// Why regroup. Below the top levels, each token reads rows of weights that
+// few other tokens read, so a token-by-token walk streams most of its
+// weights from the last-level cache. Tokens that reach the same node at
+// level `sortLevel` walk the same subtree below it: visited one after the
+// other, they find that subtree's weights in the core's own cache, which
+// is what `sortLevel` is chosen for. (Measured on this project's 2-core
+// machine, UltraFastBERT-1x11 at batch 4096: 5.3 ms walking in token order,
+// 3.4 ms regrouped at level 5.) Grouping every level instead, so that each
+// node's rows are read once per batch, would re-read every token's rows at
+// every level, and measured slower.
+//
+// The choice is recorded on the token loops as `fff.strategy`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_CONVERSION_FFFTOVECTOR_CPUTREESTRATEGY_H
+#define FFF_CONVERSION_FFFTOVECTOR_CPUTREESTRATEGY_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace fff {
+
+/// The fewest multiply-adds from which a tree layer's token loop is split
+/// across threads: waking the async runtime's workers costs tens of
+/// microseconds. Measured here (UltraFastBERT-1x11, scalar walk): 128 tokens
+/// took 0.41 ms in one thread and 0.64 ms in two; 4096 tokens 17 ms and 8.
+constexpr int64_t kMinParallelTreeWork = int64_t(1) << 23;
+
+struct CPUTreeStrategy {
+  /// Bits of one vector register the loops fill (512, 256 or 128).
+  int64_t vectorBits;
+  /// f32 lanes per vector.
+  int64_t lanes;
+  /// Independent partial sums of each dot product (and vectors of hidden
+  /// units computed together by leaf_tree_ffn).
+  int64_t accumulators;
+  /// The level at which tokens are regrouped by the node they reached (for
+  /// leaf_tree_ffn: the leaf's ancestor at that level); 0: never.
+  int64_t sortLevel;
+  /// The per-core cache the weights below `sortLevel` were sized to fit in
+  /// half of.
+  int64_t cacheBytes;
+  /// The fewest multiply-adds a token loop must do to be split across
+  /// threads.
+  int64_t minParallelWork;
+
+  /// Elements one step of a dot product covers.
+  int64_t stepElements() const { return lanes * accumulators; }
+
+  /// The strategy as an attribute, for `fff.strategy` on the token loops.
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+};
+
+/// The per-core (L2) cache of this machine's CPU in bytes, or 1 MiB where
+/// the C library cannot tell.
+int64_t hostCacheBytes();
+
+/// The strategy for a tree_ffn of `levels` levels whose nodes hold
+/// `nodeBytes` of weights each (nullopt when a width is dynamic), reading
+/// rows of `inWidth` elements (nullopt: dynamic). `vectorBits` and
+/// `cacheBytes` of 0 mean this host's.
+CPUTreeStrategy selectCPUTreeStrategy(int64_t levels,
+                                      std::optional<int64_t> nodeBytes,
+                                      std::optional<int64_t> inWidth,
+                                      int64_t vectorBits, int64_t cacheBytes);
+
+/// The strategy for a leaf_tree_ffn of `depth` routing levels: tokens are
+/// regrouped by leaf (by the leaf's ancestor, for trees too deep to count
+/// every leaf), so that tokens sharing a leaf reuse its weights.
+CPUTreeStrategy selectCPULeafStrategy(int64_t depth,
+                                      std::optional<int64_t> inWidth,
+                                      int64_t vectorBits, int64_t cacheBytes);
+
+} // namespace fff
+
+#endif // FFF_CONVERSION_FFFTOVECTOR_CPUTREESTRATEGY_H

@@ -1,0 +1,558 @@
+//===- TreesToVector.cpp - fff tree layers to CPU vector loops --*- C++ -*-===//
+//
+// The CPU pipeline's lowering of fff's tree layers: loops over tokens (split
+// across threads when large, RowLoops.h) whose bodies are vector code.
+// convert-fff-to-loops keeps the scalar form as the reference; this one is
+// written for speed, with the same arithmetic per token:
+//
+// - dot products keep `accumulators` vector partial sums, which meet only
+//   at the end of the row; output rows are updated a vector at a time with
+//   FMAs, and tails are masked;
+// - the tokens are regrouped once per tree (CPUTreeStrategy.h says why and
+//   where), by a stable counting sort of the node or leaf each reached;
+// - a token's own sums run in the same order whichever tokens run before
+//   it or beside it, so neither the grouping nor the threads change a bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fff/Conversion/Passes.h"
+
+#include "VectorEmitter.h"
+#include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
+#include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
+#include "fff/Conversion/RowLoops.h"
+#include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "fff/Dialect/FFF/Utils/Activation.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace fff {
+#define GEN_PASS_DEF_CONVERTFFFTREESTOVECTOR
+#include "fff/Conversion/Passes.h.inc"
+} // namespace fff
+
+using namespace mlir;
+using namespace fff;
+
+namespace {
+
+/// `prefix` followed by `last`: the indices of a row's element.
+SmallVector<Value> at(ValueRange prefix, Value last) {
+  SmallVector<Value> indices(prefix);
+  indices.push_back(last);
+  return indices;
+}
+
+/// A static extent of `value`'s shaped type, or nullopt if dynamic.
+std::optional<int64_t> staticExtent(Value value, int64_t dim) {
+  int64_t extent = cast<ShapedType>(value.getType()).getDimSize(dim);
+  if (ShapedType::isDynamic(extent))
+    return std::nullopt;
+  return extent;
+}
+
+/// The vector code of one token's work, and the loops over tokens.
+class TokenEmitter : public VectorEmitter {
+public:
+  TokenEmitter(ImplicitLocOpBuilder &b, const CPUTreeStrategy &strategy)
+      : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
+
+  /// The sum over i in [0, n) of x[xAt..., i] * w[wAt..., i], one f32.
+  Value dot(Value x, ValueRange xAt, Value w, ValueRange wAt, Value n) {
+    int64_t step = strategy.stepElements();
+    Value stepEnd = roundDown(n, step);
+    SmallVector<Value> zeroAccumulators(strategy.accumulators, zeros());
+    auto unrolled = scf::ForOp::create(
+        b, index(0), stepEnd, index(step), zeroAccumulators,
+        [&](OpBuilder &nested, Location, Value i, ValueRange partial) {
+          BuildInside inside(b, nested);
+          SmallVector<Value> next;
+          for (auto [k, acc] : llvm::enumerate(partial)) {
+            Value column =
+                arith::AddIOp::create(b, i, index(int64_t(k) * lanes));
+            next.push_back(math::FmaOp::create(b, load(x, at(xAt, column), {}),
+                                               load(w, at(wAt, column), {}),
+                                               acc));
+          }
+          scf::YieldOp::create(b, next);
+        });
+    Value total = unrolled.getResult(0);
+    for (Value partial : unrolled.getResults().drop_front())
+      total = arith::AddFOp::create(b, total, partial);
+    // The rest of the row, a vector (the last one masked) at a time; masked
+    // lanes load zeros, whose products add nothing.
+    auto rest = scf::ForOp::create(
+        b, stepEnd, n, index(lanes), ValueRange{total},
+        [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
+          BuildInside inside(b, nested);
+          Value mask = tailMask(n, i);
+          scf::YieldOp::create(b, ValueRange{math::FmaOp::create(
+                                      b, load(x, at(xAt, i), mask),
+                                      load(w, at(wAt, i), mask), acc[0])});
+        });
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                       rest.getResult(0), Value(),
+                                       arith::FastMathFlags::reassoc);
+  }
+
+  /// `body(j, mask)` for each vector [j, j + lanes) of [0, n): the full ones
+  /// without a mask, then the last, ragged one under its mask.
+  void forEachVector(Value n, function_ref<void(Value j, Value mask)> body) {
+    Value fullEnd = roundDown(n, lanes);
+    scf::ForOp::create(b, index(0), fullEnd, index(lanes), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
+                         BuildInside inside(b, nested);
+                         body(j, Value());
+                         scf::YieldOp::create(b);
+                       });
+    scf::ForOp::create(b, fullEnd, n, index(lanes), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
+                         BuildInside inside(b, nested);
+                         body(j, tailMask(n, j));
+                         scf::YieldOp::create(b);
+                       });
+  }
+
+  /// y[yAt..., j] += scale * w[wAt..., j] for j in [0, n); y is f32.
+  void addScaled(Value y, ValueRange yAt, Value scale, Value w, ValueRange wAt,
+                 Value n) {
+    Value scaleLanes = splat(scale);
+    forEachVector(n, [&](Value j, Value mask) {
+      Value sum = math::FmaOp::create(b, scaleLanes, load(w, at(wAt, j), mask),
+                                      load(y, at(yAt, j), mask));
+      store(sum, y, at(yAt, j), mask);
+    });
+  }
+
+  /// dst[dstAt..., j] = src[srcAt..., j] (0 without a `src`) for j in [0,
+  /// n), converted to dst's element type.
+  void copy(Value dst, ValueRange dstAt, Value src, ValueRange srcAt, Value n) {
+    forEachVector(n, [&](Value j, Value mask) {
+      Value value = src ? load(src, at(srcAt, j), mask) : zeros();
+      store(value, dst, at(dstAt, j), mask);
+    });
+  }
+
+  /// buffer[indices], widened to f32.
+  Value loadScalar(Value buffer, ValueRange indices) {
+    Value value = memref::LoadOp::create(b, buffer, indices);
+    if (value.getType().isF32())
+      return value;
+    return arith::ExtFOp::create(b, b.getF32Type(), value);
+  }
+
+  /// 2 * node + 1 + (goRight ? 1 : 0): the child a routing decision picks.
+  Value child(Value node, Value goRight) {
+    Value right = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        arith::ExtUIOp::create(b, b.getI64Type(), goRight));
+    Value twice = arith::MulIOp::create(b, node, index(2));
+    return arith::AddIOp::create(b, arith::AddIOp::create(b, twice, index(1)),
+                                 right);
+  }
+
+  /// `for level in [from, to)`, threading the node a token is at through
+  /// `step`, which returns the next. Returns the node reached.
+  Value walk(Value node, int64_t from, int64_t to,
+             function_ref<Value(Value node)> step) {
+    if (from == to)
+      return node;
+    auto loop = scf::ForOp::create(
+        b, index(from), index(to), index(1), ValueRange{node},
+        [&](OpBuilder &nested, Location, Value, ValueRange carried) {
+          BuildInside inside(b, nested);
+          scf::YieldOp::create(b, ValueRange{step(carried[0])});
+        });
+    return loop.getResult(0);
+  }
+
+  /// The loop over [0, rows) whose `body` builds one position; threaded when
+  /// it does at least the strategy's minimum of multiply-adds, counting
+  /// `workPerToken` for each.
+  void forEachToken(Value rows, Value workPerToken,
+                    function_ref<void(Value position)> body) {
+    buildRowLoop(b, rows, arith::MulIOp::create(b, rows, workPerToken),
+                 strategy.minParallelWork, strategy.toAttr(b.getContext()),
+                 body);
+  }
+
+  /// Fills `order` with [0, rows) sorted stably by `key(token)`, a bucket in
+  /// [0, buckets): a counting sort, whose `counts` hold buckets + 1 entries.
+  void sortTokens(Value order, Value counts, Value rows, int64_t buckets,
+                  function_ref<Value(Value token)> key) {
+    Value one = index(1);
+    loop(index(0), index(buckets + 1), [&](Value bucket) {
+      memref::StoreOp::create(b, index(0), counts, bucket);
+    });
+    // counts[k + 1] = tokens in bucket k; then counts[k] = the first
+    // position of bucket k.
+    loop(index(0), rows, [&](Value token) {
+      Value slot = arith::AddIOp::create(b, key(token), one);
+      Value count = memref::LoadOp::create(b, counts, slot);
+      memref::StoreOp::create(b, arith::AddIOp::create(b, count, one), counts,
+                              slot);
+    });
+    loop(index(0), index(buckets), [&](Value bucket) {
+      Value next = arith::AddIOp::create(b, bucket, one);
+      Value sum =
+          arith::AddIOp::create(b, memref::LoadOp::create(b, counts, bucket),
+                                memref::LoadOp::create(b, counts, next));
+      memref::StoreOp::create(b, sum, counts, next);
+    });
+    loop(index(0), rows, [&](Value token) {
+      Value bucket = key(token);
+      Value position = memref::LoadOp::create(b, counts, bucket);
+      memref::StoreOp::create(b, token, order, position);
+      memref::StoreOp::create(b, arith::AddIOp::create(b, position, one),
+                              counts, bucket);
+    });
+  }
+
+  /// A fresh buffer of `type`'s shape with element type `elementType`, whose
+  /// dynamic extents are `sizes` (one per dim).
+  Value alloc(ShapedType type, Type elementType, ValueRange sizes) {
+    SmallVector<Value> dynamicSizes;
+    for (auto [extent, size] : llvm::zip(type.getShape(), sizes))
+      if (ShapedType::isDynamic(extent))
+        dynamicSizes.push_back(size);
+    return memref::AllocOp::create(
+        b, MemRefType::get(type.getShape(), elementType), dynamicSizes);
+  }
+
+  /// A fresh index buffer of `rows` entries.
+  Value allocIndices(Value rows) {
+    return memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getIndexType()),
+        ValueRange{rows});
+  }
+
+  /// `for i in [lower, upper)` with nothing carried.
+  void loop(Value lower, Value upper, function_ref<void(Value)> body) {
+    scf::ForOp::create(b, lower, upper, index(1), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value i, ValueRange) {
+                         BuildInside inside(b, nested);
+                         body(i);
+                         scf::YieldOp::create(b);
+                       });
+  }
+
+  const CPUTreeStrategy &strategy;
+};
+
+/// The bytes of one element of `value`'s shaped type.
+int64_t elementBytes(Value value) {
+  return cast<ShapedType>(value.getType()).getElementTypeBitWidth() / 8;
+}
+
+/// The result tensor of `buffer`.
+Value asTensor(ImplicitLocOpBuilder &b, Value buffer, Type resultType) {
+  return bufferization::ToTensorOp::create(b, resultType, buffer,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+/// The options both tree patterns are built with.
+struct TreeOptions {
+  int64_t vectorBits;
+  int64_t cacheBytes;
+};
+
+template <typename TreeOp>
+struct TreeToVectorPattern : OpConversionPattern<TreeOp> {
+  TreeToVectorPattern(MLIRContext *context, TreeOptions options)
+      : OpConversionPattern<TreeOp>(context), options(options) {}
+
+  TreeOptions options;
+};
+
+struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
+  using TreeToVectorPattern::TreeToVectorPattern;
+
+  LogicalResult
+  matchAndRewrite(TreeFFNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    int64_t levels = op.getDepth() + 1;
+    std::optional<int64_t> inWidth = staticExtent(adaptor.getWIn(), 2);
+    std::optional<int64_t> outWidth = staticExtent(adaptor.getWOut(), 2);
+    std::optional<int64_t> nodeBytes;
+    if (inWidth && outWidth)
+      nodeBytes = *inWidth * elementBytes(adaptor.getWIn()) +
+                  *outWidth * elementBytes(adaptor.getWOut());
+    CPUTreeStrategy strategy = selectCPUTreeStrategy(
+        levels, nodeBytes, inWidth, options.vectorBits, options.cacheBytes);
+    TokenEmitter emit(b, strategy);
+
+    Value x = emit.readBuffer(adaptor.getInput());
+    Value wIn = emit.readBuffer(adaptor.getWIn());
+    Value bIn = emit.readBuffer(adaptor.getBIn());
+    Value wOut = emit.readBuffer(adaptor.getWOut());
+    Value bOut = emit.readBuffer(adaptor.getBOut());
+    Value rows = memref::DimOp::create(b, x, 0);
+    Value in = memref::DimOp::create(b, x, 1);
+    Value trees = memref::DimOp::create(b, wIn, 0);
+    Value out = memref::DimOp::create(b, wOut, 2);
+    Value zero = emit.f32(0.0);
+
+    // The f32 sums; narrowed into the result as each token finishes.
+    RankedTensorType resultType = op.getOutput().getType();
+    Value sums = emit.alloc(resultType, b.getF32Type(), {rows, out});
+    Value result =
+        resultType.getElementType().isF32()
+            ? sums
+            : emit.alloc(resultType, resultType.getElementType(), {rows, out});
+    int64_t sortLevel = strategy.sortLevel;
+    Value nodes, order, counts;
+    if (sortLevel > 0) {
+      nodes = emit.allocIndices(rows);
+      order = emit.allocIndices(rows);
+      counts = memref::AllocOp::create(
+          b,
+          MemRefType::get({(int64_t(1) << sortLevel) + 1}, b.getIndexType()));
+    }
+    Value lastTree = arith::SubIOp::create(b, trees, emit.index(1));
+    Value rowWork = arith::AddIOp::create(b, in, out);
+    auto workOf = [&](int64_t levelCount) -> Value {
+      return arith::MulIOp::create(b, rowWork, emit.index(levelCount));
+    };
+
+    emit.loop(emit.index(0), trees, [&](Value tree) {
+      Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tree,
+                                            emit.index(0));
+      Value isLast =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tree, lastTree);
+      // One level: the node's logit routes the token and scales its output
+      // row into the token's sums.
+      auto visit = [&](Value row, Value node) -> Value {
+        Value logit = emit.dot(x, row, wIn, {tree, node}, in);
+        if (bIn)
+          logit = arith::AddFOp::create(b, logit,
+                                        emit.loadScalar(bIn, {tree, node}));
+        Value activated =
+            buildActivation(b, b.getLoc(), op.getActivation(), logit);
+        emit.addScaled(sums, row, activated, wOut, {tree, node}, out);
+        // Exactly zero goes left.
+        Value goRight =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+        return emit.child(node, goRight);
+      };
+      auto startRow = [&](Value row) {
+        scf::IfOp::create(b, isFirst, [&](OpBuilder &nested, Location) {
+          BuildInside inside(b, nested);
+          emit.copy(sums, row, bOut, {}, out);
+          scf::YieldOp::create(b);
+        });
+      };
+      auto finishRow = [&](Value row) {
+        if (result == sums)
+          return;
+        scf::IfOp::create(b, isLast, [&](OpBuilder &nested, Location) {
+          BuildInside inside(b, nested);
+          emit.copy(result, row, sums, row, out);
+          scf::YieldOp::create(b);
+        });
+      };
+
+      if (sortLevel == 0) {
+        emit.forEachToken(rows, workOf(levels), [&](Value row) {
+          startRow(row);
+          emit.walk(emit.index(0), 0, levels,
+                    [&](Value node) { return visit(row, node); });
+          finishRow(row);
+        });
+        return;
+      }
+      // The top levels in token order, then the rest grouped by the node
+      // each token reached.
+      emit.forEachToken(rows, workOf(sortLevel), [&](Value row) {
+        startRow(row);
+        Value node = emit.walk(emit.index(0), 0, sortLevel,
+                               [&](Value node) { return visit(row, node); });
+        memref::StoreOp::create(b, node, nodes, row);
+      });
+      Value firstNode = emit.index((int64_t(1) << sortLevel) - 1);
+      emit.sortTokens(order, counts, rows, int64_t(1) << sortLevel,
+                      [&](Value token) -> Value {
+                        return arith::SubIOp::create(
+                            b, memref::LoadOp::create(b, nodes, token),
+                            firstNode);
+                      });
+      emit.forEachToken(rows, workOf(levels - sortLevel), [&](Value position) {
+        Value row = memref::LoadOp::create(b, order, position);
+        emit.walk(memref::LoadOp::create(b, nodes, row), sortLevel, levels,
+                  [&](Value node) { return visit(row, node); });
+        finishRow(row);
+      });
+    });
+    rewriter.replaceOp(op, asTensor(b, result, resultType));
+    return success();
+  }
+};
+
+struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
+  using TreeToVectorPattern::TreeToVectorPattern;
+
+  LogicalResult
+  matchAndRewrite(LeafTreeFFNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    int64_t depth = op.getDepth();
+    CPUTreeStrategy strategy =
+        selectCPULeafStrategy(depth, staticExtent(adaptor.getInput(), 1),
+                              options.vectorBits, options.cacheBytes);
+    TokenEmitter emit(b, strategy);
+    int64_t lanes = strategy.lanes;
+
+    Value x = emit.readBuffer(adaptor.getInput());
+    Value nodeW = emit.readBuffer(adaptor.getNodeW());
+    Value nodeB = emit.readBuffer(adaptor.getNodeB());
+    Value w1 = emit.readBuffer(adaptor.getW1());
+    Value b1 = emit.readBuffer(adaptor.getB1());
+    Value w2 = emit.readBuffer(adaptor.getW2());
+    Value b2 = emit.readBuffer(adaptor.getB2());
+    Value rows = memref::DimOp::create(b, x, 0);
+    Value in = memref::DimOp::create(b, x, 1);
+    Value hiddenWidth = memref::DimOp::create(b, w1, 2);
+    Value out = memref::DimOp::create(b, w2, 2);
+    Value zero = emit.f32(0.0);
+
+    RankedTensorType resultType = op.getOutput().getType();
+    Value sums = emit.alloc(resultType, b.getF32Type(), {rows, out});
+    Value result =
+        resultType.getElementType().isF32()
+            ? sums
+            : emit.alloc(resultType, resultType.getElementType(), {rows, out});
+
+    // Route every token to its leaf, in token order.
+    Value leaves = emit.allocIndices(rows);
+    Value firstLeaf = emit.index(op.getNumRoutingNodes());
+    emit.forEachToken(
+        rows, arith::MulIOp::create(b, in, emit.index(depth)), [&](Value row) {
+          Value node = emit.walk(emit.index(0), 0, depth, [&](Value node) {
+            Value score =
+                arith::AddFOp::create(b, emit.dot(x, row, nodeW, node, in),
+                                      emit.loadScalar(nodeB, node));
+            // Zero goes right here (s >= 0), as in the original FFF code.
+            Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
+                                                  score, zero);
+            return emit.child(node, goRight);
+          });
+          memref::StoreOp::create(b, arith::SubIOp::create(b, node, firstLeaf),
+                                  leaves, row);
+        });
+
+    // Tokens sharing a leaf (or, in deep trees, an ancestor at the sort
+    // level) then run one after the other.
+    int64_t sortLevel = strategy.sortLevel;
+    Value order;
+    if (sortLevel > 0) {
+      order = emit.allocIndices(rows);
+      Value counts = memref::AllocOp::create(
+          b,
+          MemRefType::get({(int64_t(1) << sortLevel) + 1}, b.getIndexType()));
+      Value shift = emit.index(depth - sortLevel);
+      emit.sortTokens(order, counts, rows, int64_t(1) << sortLevel,
+                      [&](Value token) -> Value {
+                        return arith::ShRUIOp::create(
+                            b, memref::LoadOp::create(b, leaves, token), shift);
+                      });
+    }
+
+    Value leafWork = arith::MulIOp::create(b, hiddenWidth,
+                                           arith::AddIOp::create(b, in, out));
+    emit.forEachToken(rows, leafWork, [&](Value position) {
+      Value row = order ? memref::LoadOp::create(b, order, position) : position;
+      Value leaf = memref::LoadOp::create(b, leaves, row);
+      emit.copy(sums, row, b2, leaf, out);
+      // hidden units [h, h + lanes * count): b1 + x @ w1, with `count`
+      // independent vectors (masked under `mask` when the last is
+      // ragged); then each unit's activation scales its row of w2 into the
+      // token's sums.
+      auto hiddenBlock = [&](Value h, int64_t count, Value mask) {
+        SmallVector<Value> columns, init;
+        for (int64_t k = 0; k < count; ++k) {
+          columns.push_back(arith::AddIOp::create(b, h, emit.index(k * lanes)));
+          init.push_back(emit.load(b1, {leaf, columns.back()}, mask));
+        }
+        auto product = scf::ForOp::create(
+            b, emit.index(0), in, emit.index(1), init,
+            [&](OpBuilder &nested, Location, Value i, ValueRange partial) {
+              BuildInside inside(b, nested);
+              Value xi = emit.splat(emit.loadScalar(x, {row, i}));
+              SmallVector<Value> next;
+              for (auto [column, acc] : llvm::zip(columns, partial))
+                next.push_back(math::FmaOp::create(
+                    b, xi, emit.load(w1, {leaf, i, column}, mask), acc));
+              scf::YieldOp::create(b, next);
+            });
+        for (auto [column, hidden] : llvm::zip(columns, product.getResults())) {
+          Value activated =
+              buildActivation(b, b.getLoc(), op.getActivation(), hidden);
+          Value units = arith::MinUIOp::create(
+              b, emit.index(lanes),
+              arith::SubIOp::create(b, hiddenWidth, column));
+          emit.loop(emit.index(0), units, [&](Value lane) {
+            Value scale =
+                vector::ExtractOp::create(b, activated, OpFoldResult(lane));
+            emit.addScaled(sums, row, scale, w2,
+                           {leaf, arith::AddIOp::create(b, column, lane)}, out);
+          });
+        }
+      };
+      int64_t step = strategy.stepElements();
+      Value stepEnd = emit.roundDown(hiddenWidth, step);
+      scf::ForOp::create(b, emit.index(0), stepEnd, emit.index(step),
+                         ValueRange{},
+                         [&](OpBuilder &nested, Location, Value h, ValueRange) {
+                           BuildInside inside(b, nested);
+                           hiddenBlock(h, strategy.accumulators, Value());
+                           scf::YieldOp::create(b);
+                         });
+      scf::ForOp::create(b, stepEnd, hiddenWidth, emit.index(lanes),
+                         ValueRange{},
+                         [&](OpBuilder &nested, Location, Value h, ValueRange) {
+                           BuildInside inside(b, nested);
+                           hiddenBlock(h, 1, emit.tailMask(hiddenWidth, h));
+                           scf::YieldOp::create(b);
+                         });
+      if (result != sums)
+        emit.copy(result, row, sums, row, out);
+    });
+    rewriter.replaceOp(op, asTensor(b, result, resultType));
+    return success();
+  }
+};
+
+struct ConvertFFFTreesToVectorPass
+    : fff::impl::ConvertFFFTreesToVectorBase<ConvertFFFTreesToVectorPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(checkVectorBits(getOperation(), vectorBits)))
+      return signalPassFailure();
+    if (cacheBytes < 0) {
+      getOperation()->emitError()
+          << "cache-bytes must be 0 (this host's) or positive, not "
+          << int64_t(cacheBytes);
+      return signalPassFailure();
+    }
+    ConversionTarget target(getContext());
+    target.addIllegalOp<TreeFFNOp, LeafTreeFFNOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    populateFFFTreesToVectorPatterns(patterns, vectorBits, cacheBytes);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void fff::populateFFFTreesToVectorPatterns(RewritePatternSet &patterns,
+                                           int64_t vectorBits,
+                                           int64_t cacheBytes) {
+  patterns.add<TreeFFNToVector, LeafTreeFFNToVector>(
+      patterns.getContext(), TreeOptions{vectorBits, cacheBytes});
+}

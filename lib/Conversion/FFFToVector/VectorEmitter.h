@@ -1,0 +1,118 @@
+//===- VectorEmitter.h - CPU vector code over buffers -----------*- C++ -*-===//
+//
+// What the CPU vector lowerings (norms and tree layers) share: constants,
+// read-only views of tensors, and loads of `lanes` f32 values from buffers
+// of any float element type, with masked tails. All arithmetic is in f32;
+// 16-bit elements are widened as they are loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_LIB_CONVERSION_FFFTOVECTOR_VECTOREMITTER_H
+#define FFF_LIB_CONVERSION_FFFTOVECTOR_VECTOREMITTER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fff {
+
+class VectorEmitter {
+public:
+  VectorEmitter(mlir::ImplicitLocOpBuilder &b, int64_t lanes)
+      : b(b), lanes(lanes),
+        f32Vector(mlir::VectorType::get({lanes}, b.getF32Type())),
+        maskVector(mlir::VectorType::get({lanes}, b.getI1Type())) {}
+
+  mlir::Value index(int64_t value) {
+    return mlir::arith::ConstantIndexOp::create(b, value);
+  }
+
+  mlir::Value f32(double value) {
+    return mlir::arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+  }
+
+  mlir::Value splat(mlir::Value scalar) {
+    return mlir::vector::BroadcastOp::create(b, f32Vector, scalar);
+  }
+
+  mlir::Value zeros() { return splat(f32(0.0)); }
+
+  /// A read-only buffer of `tensor`; null stays null.
+  mlir::Value readBuffer(mlir::Value tensor) {
+    if (!tensor)
+      return mlir::Value();
+    auto type = mlir::cast<mlir::RankedTensorType>(tensor.getType());
+    return mlir::bufferization::ToBufferOp::create(
+        b, mlir::MemRefType::get(type.getShape(), type.getElementType()),
+        tensor, /*read_only=*/true);
+  }
+
+  /// The vector at `indices` of `buffer`, in its element type; under `mask`
+  /// if given (masked-off lanes read as zero).
+  mlir::Value loadRaw(mlir::Value buffer, mlir::ValueRange indices,
+                      mlir::Value mask) {
+    auto type = mlir::VectorType::get(
+        {lanes},
+        mlir::cast<mlir::MemRefType>(buffer.getType()).getElementType());
+    if (!mask)
+      return mlir::vector::LoadOp::create(b, type, buffer, indices);
+    mlir::Value zero = mlir::arith::ConstantOp::create(
+        b, type,
+        mlir::DenseElementsAttr::get(type,
+                                     b.getZeroAttr(type.getElementType())));
+    return mlir::vector::MaskedLoadOp::create(b, type, buffer, indices, mask,
+                                              zero);
+  }
+
+  /// `value` (a vector) in f32.
+  mlir::Value widen(mlir::Value value) {
+    if (mlir::cast<mlir::VectorType>(value.getType()).getElementType().isF32())
+      return value;
+    return mlir::arith::ExtFOp::create(b, f32Vector, value);
+  }
+
+  /// The vector at `indices` of `buffer`, in f32; under `mask` if given.
+  mlir::Value load(mlir::Value buffer, mlir::ValueRange indices,
+                   mlir::Value mask) {
+    return widen(loadRaw(buffer, indices, mask));
+  }
+
+  /// Stores the f32 vector `value`, narrowed to `buffer`'s element type.
+  void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices,
+             mlir::Value mask) {
+    mlir::Type elementType =
+        mlir::cast<mlir::MemRefType>(buffer.getType()).getElementType();
+    if (!elementType.isF32())
+      value = mlir::arith::TruncFOp::create(
+          b, mlir::VectorType::get({lanes}, elementType), value);
+    if (mask)
+      mlir::vector::MaskedStoreOp::create(b, buffer, indices, mask, value);
+    else
+      mlir::vector::StoreOp::create(b, value, buffer, indices);
+  }
+
+  /// The lanes of the vector at column `j` that lie inside a row of `n`.
+  mlir::Value tailMask(mlir::Value n, mlir::Value j) {
+    return mlir::vector::CreateMaskOp::create(
+        b, maskVector, mlir::ValueRange{mlir::arith::SubIOp::create(b, n, j)});
+  }
+
+  /// `n` rounded down to a multiple of `step`.
+  mlir::Value roundDown(mlir::Value n, int64_t step) {
+    return mlir::arith::MulIOp::create(
+        b, mlir::arith::DivUIOp::create(b, n, index(step)), index(step));
+  }
+
+  int64_t getLanes() const { return lanes; }
+
+protected:
+  mlir::ImplicitLocOpBuilder &b;
+  int64_t lanes;
+  mlir::VectorType f32Vector, maskVector;
+};
+
+} // namespace fff
+
+#endif // FFF_LIB_CONVERSION_FFFTOVECTOR_VECTOREMITTER_H

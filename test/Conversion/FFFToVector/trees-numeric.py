@@ -1,0 +1,161 @@
+# The tree layers' vector lowering (convert-fff-trees-to-vector) through
+# --fff-cpu-pipeline and fff-run, at batches large enough that tokens are
+# regrouped by node and split across threads, against float64 numpy
+# references on seeded random data; and the same results bit for bit
+# whatever the grouping (sort level, set through cache-bytes), the thread
+# count and the run, since each token's sums run in one order.
+#
+# REQUIRES: numpy
+# RUN: %python %s | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+
+import numpy as np
+
+from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+
+rng = np.random.default_rng(20261201)
+check = Checker()
+
+# Groupings: none (the whole tree fits), the host's choice, and tokens
+# regrouped near the leaves (a tiny cache).
+GROUPINGS = {
+    "token order": ["--convert-fff-trees-to-vector=cache-bytes=1099511627776"],
+    "host cache": [],
+    "tiny cache": ["--convert-fff-trees-to-vector=cache-bytes=4096"],
+}
+
+
+def activation_of(name):
+    """The float64 activation, defined on empty arrays too."""
+    return lambda v: ACTIVATIONS[name](v) if v.size else v
+
+
+def tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation):
+    """All rows walk each tree level by level; returns y and every logit on
+    the rows' paths."""
+    act = activation_of(activation)
+    rows, trees = x.shape[0], w_in.shape[0]
+    y = np.tile(b_out, (rows, 1)) if b_out is not None else np.zeros((rows, w_out.shape[2]))
+    logits = np.zeros((rows, trees, depth + 1))
+    for tree in range(trees):
+        node = np.zeros(rows, dtype=np.int64)
+        for level in range(depth + 1):
+            logit = np.einsum("bi,bi->b", x, w_in[tree, node])
+            if b_in is not None:
+                logit = logit + b_in[tree, node]
+            y = y + act(logit)[:, None] * w_out[tree, node]
+            logits[:, tree, level] = logit
+            node = 2 * node + 1 + (logit > 0)
+    return y, logits.reshape(rows, trees * (depth + 1))
+
+
+def leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    rows = x.shape[0]
+    node = np.zeros(rows, dtype=np.int64)
+    scores = np.zeros((rows, depth))
+    for level in range(depth):
+        score = np.einsum("bi,bi->b", x, node_w[node]) + node_b[node]
+        scores[:, level] = score
+        node = 2 * node + 1 + (score >= 0)
+    leaf = node - (2**depth - 1)
+    hidden = activation_of(activation)(np.einsum("bi,biw->bw", x, w1[leaf]) + b1[leaf])
+    return np.einsum("bw,bwo->bo", hidden, w2[leaf]) + b2[leaf], scores
+
+
+def stable(x, weights, decisions):
+    """Rows none of whose routing decisions is within f32 rounding of zero,
+    where f32 and float64 may legitimately branch apart."""
+    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(weights).max() * np.sqrt(max(x.shape[1], 1))
+    return np.all(np.abs(decisions) > margin[:, None], axis=1)
+
+
+def run_everywhere(name, mlir, args, dtype, reference, keep):
+    """The function under every grouping and thread count: equal bits to the
+    first, and close to the reference on the stable rows. Also the scalar
+    reference lowering, close to the reference."""
+    first = None
+    for grouping, lowering in GROUPINGS.items():
+        for threads in ("1", "2"):
+            (y,) = run(mlir, "f", args, 1, extra_flags=["--threads", threads], lowering=lowering)
+            if first is None:
+                first = y
+                check.close(f"{name} ({keep.sum()}/{len(keep)} rows)", dequantize(y, dtype)[keep],
+                            reference[keep], TOLERANCE[dtype])
+            else:
+                check.equal(f"{name} bitwise: {grouping}, {threads} threads", y, first)
+    (y,) = run(mlir, "f", args, 1, extra_flags=["--reference"])
+    check.close(f"{name} scalar reference", dequantize(y, dtype)[keep], reference[keep], TOLERANCE[dtype])
+
+
+def tree_case(dtype, rows, din, dout, trees, depth, activation, biases):
+    nodes = 2 ** (depth + 1) - 1
+    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
+    wi_arr, w_in = quantize(rng.standard_normal((trees, nodes, din)) / np.sqrt(din), dtype)
+    wo_arr, w_out = quantize(rng.standard_normal((trees, nodes, dout)) / np.sqrt(depth + 1), dtype)
+    bi_arr, b_in = quantize(rng.standard_normal((trees, nodes)) * 0.3, dtype)
+    bo_arr, b_out = quantize(rng.standard_normal(dout), dtype)
+    xt, yt = tensor_type((None, din), dtype), tensor_type((None, dout), dtype)
+    wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
+    bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
+    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+    if biases:
+        signature = f"%x: {xt}, %wi: {wit}, %bi: {bit}, %wo: {wot}, %bo: {bot}"
+        op = f"fff.tree_ffn %x, %wi bias(%bi : {bit}), %wo bias(%bo : {bot}) {attrs} : {xt}, {wit}, {wot}"
+        args = [x_arr, wi_arr, bi_arr, wo_arr, bo_arr]
+    else:
+        signature = f"%x: {xt}, %wi: {wit}, %wo: {wot}"
+        op = f"fff.tree_ffn %x, %wi, %wo {attrs} : {xt}, {wit}, {wot}"
+        args = [x_arr, wi_arr, wo_arr]
+        b_in = b_out = None
+    mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
+    reference, logits = tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation)
+    name = f"tree_ffn {dtype} B={rows} Din={din} Dout={dout} K={trees} depth={depth} {activation}"
+    run_everywhere(name, mlir, args, dtype, reference, stable(x, w_in, logits))
+
+
+def leaf_case(dtype, rows, din, width, dout, depth, activation):
+    leaves = 2**depth
+    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
+    nw_arr, node_w = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
+    nb_arr, node_b = quantize(rng.standard_normal(leaves - 1) * 0.1, dtype)
+    w1_arr, w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
+    b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.1, dtype)
+    w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
+    b2_arr, b2 = quantize(rng.standard_normal((leaves, dout)) * 0.1, dtype)
+    types = [tensor_type(s, dtype) for s in ((None, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width),
+                                              (leaves, width), (leaves, width, dout), (leaves, dout))]
+    yt = tensor_type((None, dout), dtype)
+    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
+    signature = ", ".join(f"%{n}: {t}" for n, t in zip(names, types))
+    operands = ", ".join(f"%{n}" for n in names)
+    mlir = (f"func.func @f({signature}) -> {yt} {{\n"
+            f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+            f" : {', '.join(types)}\n  return %y : {yt}\n}}")
+    args = [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr]
+    reference, scores = leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    keep = stable(x, node_w, scores)
+    name = f"leaf_tree_ffn {dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
+    run_everywhere(name, mlir, args, dtype, reference, keep)
+
+
+# UltraFastBERT-1x11's shape at a batch whose two token loops are threaded
+# and regrouped at level 5.
+tree_case("f32", 1200, 768, 768, trees=1, depth=11, activation="gelu", biases=True)
+# Several trees, ragged rows (masked tails, one accumulator), bf16 narrowed
+# once per token, each activation.
+tree_case("bf16", 600, 100, 36, trees=3, depth=7, activation="silu", biases=True)
+for activation in ("gelu_tanh", "relu", "identity"):
+    tree_case("f32", 300, 20, 9, trees=2, depth=9, activation=activation, biases=False)
+tree_case("f16", 257, 64, 64, trees=1, depth=4, activation="gelu", biases=True)
+# One token, and none.
+tree_case("f32", 1, 768, 768, trees=1, depth=11, activation="gelu", biases=True)
+tree_case("f32", 0, 33, 17, trees=2, depth=5, activation="gelu", biases=True)
+
+# Leaves: a batch whose leaf loop is threaded; hidden widths with and
+# without a ragged block; a tree deep enough to be grouped by ancestor.
+leaf_case("f32", 900, 64, 100, 48, depth=3, activation="gelu")
+leaf_case("bf16", 333, 48, 16, 40, depth=5, activation="silu")
+leaf_case("f32", 200, 12, 7, 5, depth=12, activation="relu")
+leaf_case("f32", 5, 8, 64, 8, depth=1, activation="gelu_tanh")
+leaf_case("f16", 0, 16, 8, 16, depth=2, activation="gelu")
+check.finish()

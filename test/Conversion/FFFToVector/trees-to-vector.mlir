@@ -1,0 +1,131 @@
+// RUN: fff-opt %s --convert-fff-trees-to-vector="vector-bits=512 cache-bytes=2097152" --split-input-file | FileCheck %s
+// RUN: not fff-opt %s --convert-fff-trees-to-vector=vector-bits=300 --split-input-file 2>&1 | FileCheck %s --check-prefix=BITS
+// RUN: not fff-opt %s --convert-fff-trees-to-vector=cache-bytes=-1 --split-input-file 2>&1 | FileCheck %s --check-prefix=CACHE
+
+// BITS: vector-bits must be 0 (this host's), 128, 256 or 512, not 300
+// CACHE: cache-bytes must be 0 (this host's) or positive, not -1
+
+// UltraFastBERT-1x11: 6 KiB of weights per node. The subtrees below level 5
+// (127 nodes, 762 KiB) are the largest that fit in half of a 2 MiB cache, so
+// each token walks levels 0-4 in token order, the tokens are counting-sorted
+// by the node they reached (32 buckets), and they walk levels 5-11 in that
+// order. Dot products keep four vector partial sums (64 elements a step).
+// CHECK-LABEL: func.func @ultrafastbert
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
+// CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[COUNTS:.*]] = memref.alloc() : memref<33xindex>
+// CHECK:         scf.for %[[TREE:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           scf.parallel (%[[ROW:.*]]) =
+// The first tree starts each token's sums from the output bias.
+// CHECK:             scf.if
+// CHECK:               vector.store %{{.*}}, %[[SUMS]][%[[ROW]], %{{.*}}]
+// CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%[[NODE:.*]] = %{{.*}}) -> (index)
+// CHECK:               scf.for {{.*}} step %c64{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4:         math.fma
+// CHECK:               vector.maskedload
+// CHECK:               vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+// CHECK:               math.erf
+// CHECK:               scf.for
+// CHECK:                 vector.load %[[SUMS]][%[[ROW]], %{{.*}}]
+// CHECK:                 math.fma
+// CHECK:                 vector.store %{{.*}}, %[[SUMS]][%[[ROW]], %{{.*}}]
+// CHECK:               arith.cmpf ogt
+// CHECK:             memref.store %{{.*}}, %[[NODES]][%[[ROW]]]
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 5 : i64, vector_bits = 512 : i64}}
+// The counting sort: counts per node of level 5 (from node 31), their
+// prefix sums, then each token's position.
+// CHECK:           memref.store %{{.*}}, %[[COUNTS]]
+// CHECK:           %[[FIRST:.*]] = memref.load %[[NODES]]
+// CHECK:           arith.subi %[[FIRST]], %c31
+// CHECK:           memref.store %{{.*}}, %[[ORDER]]
+// CHECK:           scf.parallel (%[[POSITION:.*]]) =
+// CHECK:             %[[TOKEN:.*]] = memref.load %[[ORDER]][%[[POSITION]]]
+// CHECK:             %[[START:.*]] = memref.load %[[NODES]][%[[TOKEN]]]
+// CHECK:             scf.for %{{.*}} = %c5{{.*}} to %c12{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[START]]) -> (index)
+// CHECK:               vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
+// CHECK:         bufferization.to_tensor %[[SUMS]] restrict writable
+func.func @ultrafastbert(%x: tensor<?x768xf32>, %wi: tensor<1x4095x768xf32>, %bi: tensor<1x4095xf32>,
+                         %wo: tensor<1x4095x768xf32>, %bo: tensor<768xf32>) -> tensor<?x768xf32> {
+  %y = fff.tree_ffn %x, %wi bias(%bi : tensor<1x4095xf32>), %wo bias(%bo : tensor<768xf32>) {depth = 11 : i64}
+         : tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
+  return %y : tensor<?x768xf32>
+}
+
+// -----
+
+// A tree whose weights fit in the cache is walked in token order, with no
+// sort. bf16 weights are widened as they are loaded; the f32 sums are
+// narrowed into the result when the last tree is done; rows of 40 take two
+// accumulators and a masked tail.
+// CHECK-LABEL: func.func @small_bf16
+// CHECK-NOT:     memref<?xindex>
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x40xf32>
+// CHECK:         %[[RESULT:.*]] = memref.alloc(%{{.*}}) : memref<?x40xbf16>
+// CHECK:         scf.for
+// CHECK:           scf.parallel
+// CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step
+// CHECK:               vector.load {{.*}} : memref<2x7x40xbf16>, vector<16xbf16>
+// CHECK:               arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:               vector.maskedload
+// CHECK:             scf.if
+// CHECK:               arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK:               vector.store %{{.*}}, %[[RESULT]]
+// CHECK:           } {fff.strategy = {accumulators = 2 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 0 : i64, vector_bits = 512 : i64}}
+// CHECK:         bufferization.to_tensor %[[RESULT]] restrict writable
+func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tensor<2x7x40xbf16>) -> tensor<?x40xbf16> {
+  %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64, activation = #fff.activation<silu>}
+         : tensor<?x40xbf16>, tensor<2x7x40xbf16>, tensor<2x7x40xbf16>
+  return %y : tensor<?x40xbf16>
+}
+
+// -----
+
+// leaf_tree_ffn: each token is routed to its leaf in token order (zero goes
+// right), the tokens are sorted by leaf, and each computes its leaf's MLP:
+// 64 hidden units at a time as four vectors, each unit's activation then
+// scaling its row of w2 into the token's sums.
+// CHECK-LABEL: func.func @leaf
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x96xf32>
+// CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         scf.parallel (%[[ROW:.*]]) =
+// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step
+// CHECK:             arith.cmpf oge
+// CHECK:           memref.store %{{.*}}, %[[LEAVES]][%[[ROW]]]
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 3 : i64, vector_bits = 512 : i64}}
+// CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         memref.alloc() : memref<9xindex>
+// CHECK:         arith.shrui %{{.*}}, %c0
+// CHECK:         memref.store %{{.*}}, %[[ORDER]]
+// CHECK:         scf.parallel (%[[POSITION:.*]]) =
+// CHECK:           %[[TOKEN:.*]] = memref.load %[[ORDER]][%[[POSITION]]]
+// CHECK:           %[[LEAF:.*]] = memref.load %[[LEAVES]][%[[TOKEN]]]
+// CHECK:           scf.for %{{.*}} step %c64
+// CHECK:             scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4:       math.fma
+// CHECK:             math.tanh
+// CHECK:             scf.for
+// CHECK:               vector.extract %{{.*}}[%{{.*}}] : f32 from vector<16xf32>
+// CHECK:           scf.for %{{.*}} step %c16
+// CHECK:             vector.create_mask
+func.func @leaf(%x: tensor<?x96xf32>, %nw: tensor<7x96xf32>, %nb: tensor<7xf32>, %w1: tensor<8x96x100xf32>,
+                %b1: tensor<8x100xf32>, %w2: tensor<8x100x96xf32>, %b2: tensor<8x96xf32>) -> tensor<?x96xf32> {
+  %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 3 : i64, activation = #fff.activation<gelu_tanh>}
+         : tensor<?x96xf32>, tensor<7x96xf32>, tensor<7xf32>, tensor<8x96x100xf32>, tensor<8x100xf32>, tensor<8x100x96xf32>, tensor<8x96xf32>
+  return %y : tensor<?x96xf32>
+}
+
+// -----
+
+// In a tree deeper than 10 levels, tokens are sorted by their leaf's
+// ancestor at level 10: 1024 buckets, the leaf index shifted right by 2.
+// CHECK-LABEL: func.func @deep_leaf
+// CHECK:         memref.alloc() : memref<1025xindex>
+// CHECK:         arith.shrui %{{.*}}, %c2
+// CHECK:         sort_level = 10 : i64
+func.func @deep_leaf(%x: tensor<?x4xf32>, %nw: tensor<4095x4xf32>, %nb: tensor<4095xf32>, %w1: tensor<4096x4x2xf32>,
+                     %b1: tensor<4096x2xf32>, %w2: tensor<4096x2x4xf32>, %b2: tensor<4096x4xf32>) -> tensor<?x4xf32> {
+  %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 12 : i64}
+         : tensor<?x4xf32>, tensor<4095x4xf32>, tensor<4095xf32>, tensor<4096x4x2xf32>, tensor<4096x2xf32>, tensor<4096x2x4xf32>, tensor<4096x4xf32>
+  return %y : tensor<?x4xf32>
+}
