@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""CPU benchmark: fff's reference CPU lowering (fff-run --repeat) side by side
-with numpy (OpenBLAS from PyPI) and, where installed, torch on the CPU.
+"""CPU benchmark: fff's CPU pipeline (fff-run --repeat) side by side with
+numpy (OpenBLAS from PyPI) and, where installed, torch eager and
+torch.compile on the CPU.
 
     python3 -m pip install numpy threadpoolctl   # PyPI numpy, not Debian's
     python3 benchmarks/cpu/run.py [--fff-run build/bin/fff-run] [--quick]
@@ -182,6 +183,38 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096, 16384)):
         timings.append(("torch dense FF (CPU)", median_ms(
             lambda: torch.nn.functional.gelu(tx @ tw1) @ tw2, repeat), dense_flops))
     report(f"tree_ffn D={D} depth={DEPTH} B={batch}", "GFLOP/s", timings)
+
+# leaf_tree_ffn (the FFF paper's form) with the dense FF's training width:
+# 2^8 leaves of 12 hidden units = 3072, as in the 768->3072->768 FF above.
+LEAF_DEPTH, LEAF_WIDTH = 8, 12
+LEAVES = 2**LEAF_DEPTH
+node_w = (rng.standard_normal((LEAVES - 1, D)) / math.sqrt(D)).astype(np.float32)
+node_b = (rng.standard_normal(LEAVES - 1) * 0.1).astype(np.float32)
+leaf_w1 = (rng.standard_normal((LEAVES, D, LEAF_WIDTH)) / math.sqrt(D)).astype(np.float32)
+leaf_b1 = (rng.standard_normal((LEAVES, LEAF_WIDTH)) * 0.1).astype(np.float32)
+leaf_w2 = (rng.standard_normal((LEAVES, LEAF_WIDTH, D)) / math.sqrt(LEAF_WIDTH)).astype(np.float32)
+leaf_b2 = (rng.standard_normal((LEAVES, D)) * 0.1).astype(np.float32)
+leaf_types = [f"tensor<?x{D}xf32>", f"tensor<{LEAVES - 1}x{D}xf32>", f"tensor<{LEAVES - 1}xf32>",
+              f"tensor<{LEAVES}x{D}x{LEAF_WIDTH}xf32>", f"tensor<{LEAVES}x{LEAF_WIDTH}xf32>",
+              f"tensor<{LEAVES}x{LEAF_WIDTH}x{D}xf32>", f"tensor<{LEAVES}x{D}xf32>"]
+leaf_names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
+leaf = (f"func.func @leaf({', '.join(f'%{n}: {t}' for n, t in zip(leaf_names, leaf_types))}) -> tensor<?x{D}xf32> {{\n"
+        f"  %y = fff.leaf_tree_ffn {', '.join('%' + n for n in leaf_names)} {{depth = {LEAF_DEPTH} : i64}}\n"
+        f"         : {', '.join(leaf_types)}\n"
+        f"  return %y : tensor<?x{D}xf32>\n}}")
+for batch in ((1, 128) if options.quick else (1, 128, 4096)):
+    x = rng.standard_normal((batch, D)).astype(np.float32)
+    repeat = max(3, REPEAT if batch < 4096 else 3)
+    dense_flops = 2 * batch * D * 4 * D * 2
+    leaf_flops = 2 * batch * (LEAF_DEPTH * D + 2 * D * LEAF_WIDTH)
+    timings = [("fff", fff_time(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1, repeat),
+                leaf_flops),
+               ("numpy dense FF", median_ms(lambda: erf_gelu_np(x @ w1 + b1) @ w2 + b2, repeat), dense_flops)]
+    if torch is not None:
+        tx, tw1, tw2 = map(torch.from_numpy, (x, w1, w2))
+        timings.append(("torch dense FF (CPU)", median_ms(
+            lambda: torch.nn.functional.gelu(tx @ tw1) @ tw2, repeat), dense_flops))
+    report(f"leaf_tree_ffn D={D} {LEAVES}x{LEAF_WIDTH} B={batch}", "GFLOP/s", timings)
 
 print()
 print(f"numpy {np.__version__}; torch {'not installed' if torch is None else torch.__version__}")

@@ -23,11 +23,6 @@
 
 using namespace mlir;
 
-/// Frontend IR (first checked for what upstream passes would crash on) ->
-/// fff ops, each with its pointwise neighbours in one unit, and run-time
-/// checks of the extents the ops tie together. The checks go
-/// in before fusion, so that they read the extents of the values fusion
-/// moves into units.
 /// scf to cf without the conversion driver's rollback bookkeeping, which
 /// makes each loop's block split cost the size of the function: 2.4 s of a
 /// 24-layer BERT stack's host code becomes 0.1 s, with the same output.
@@ -37,6 +32,11 @@ static std::unique_ptr<Pass> createControlFlowFromSCF() {
   return createSCFToControlFlowPass(options);
 }
 
+/// Frontend IR (first checked for what upstream passes would crash on) ->
+/// fff ops, each with its pointwise neighbours in one unit, and run-time
+/// checks of the extents the ops tie together. The checks go
+/// in before fusion, so that they read the extents of the values fusion
+/// moves into units.
 static void addFrontEnd(OpPassManager &pm, bool raise) {
   pm.addPass(fff::createCheckInput());
   if (raise)

@@ -15,7 +15,7 @@
 // ones on huge pages (fff-huge-page-allocations).
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
 // CHECK-DAG: llvm.func @madvise(!llvm.ptr, i64, i32) -> i32
-// CHECK-DAG: llvm.func internal @_mlir_memref_to_llvm_alloc(%{{.*}}: i64) -> !llvm.ptr
+// CHECK-DAG: llvm.func internal @_mlir_memref_to_llvm_alloc(%{{.*}}: i64) -> (!llvm.ptr {llvm.noalias})
 // CHECK-DAG: llvm.func internal @_mlir_memref_to_llvm_free(%{{.*}}: !llvm.ptr)
 
 // Each distinct fff op or fused unit is a private function of its own

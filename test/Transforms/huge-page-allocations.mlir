@@ -6,7 +6,7 @@
 // ERROR: min-bytes must be 0 or positive, not -1
 
 // The module defines the allocation functions memref lowering calls with
-// use-generic-functions, internal to it: from 4 MiB, whole 2 MiB pages on a
+// use-generic-functions, internal to it: from 32 MiB, whole 2 MiB pages on a
 // 2 MiB boundary, advised MADV_HUGEPAGE (14); below, malloc; free for all.
 // CHECK-DAG:   llvm.func @madvise(!llvm.ptr, i64, i32) -> i32
 // CHECK-DAG:   llvm.func @free(!llvm.ptr)
@@ -16,12 +16,12 @@
 // CHECK-SAME:      %[[P:.*]]: !llvm.ptr)
 // CHECK:         llvm.call @free(%[[P]])
 // CHECK-LABEL: llvm.func internal @_mlir_memref_to_llvm_aligned_alloc(
-// CHECK-SAME:      %[[ALIGN:.*]]: i64, %[[SIZE:.*]]: i64) -> !llvm.ptr
+// CHECK-SAME:      %[[ALIGN:.*]]: i64, %[[SIZE:.*]]: i64) -> (!llvm.ptr {llvm.noalias})
 // CHECK:         llvm.icmp "uge" %[[SIZE]], %{{.*}}
 // CHECK:         llvm.call @aligned_alloc(%[[ALIGN]], %[[SIZE]])
 // CHECK-LABEL: llvm.func internal @_mlir_memref_to_llvm_alloc(
-// CHECK-SAME:      %[[BYTES:.*]]: i64) -> !llvm.ptr
-// CHECK:         %[[THRESHOLD:.*]] = llvm.mlir.constant(4194304 : i64)
+// CHECK-SAME:      %[[BYTES:.*]]: i64) -> (!llvm.ptr {llvm.noalias}) attributes {passthrough = ["noinline"]}
+// CHECK:         %[[THRESHOLD:.*]] = llvm.mlir.constant(33554432 : i64)
 // CHECK:         %[[LARGE:.*]] = llvm.icmp "uge" %[[BYTES]], %[[THRESHOLD]]
 // CHECK:         llvm.cond_br %[[LARGE]], ^[[HUGE:.*]], ^[[SMALL:.*]]
 // CHECK:       ^[[SMALL]]:

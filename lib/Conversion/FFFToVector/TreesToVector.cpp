@@ -97,16 +97,20 @@ public:
   }
 
   /// `body(j, mask)` for each vector [j, j + lanes) of [0, n): the full ones
-  /// without a mask, then the last, ragged one under its mask.
+  /// without a mask, `accumulators` of them a step (independent updates the
+  /// core can overlap), then the rest, the last one ragged and masked.
   void forEachVector(Value n, function_ref<void(Value j, Value mask)> body) {
-    Value fullEnd = roundDown(n, lanes);
-    scf::ForOp::create(b, index(0), fullEnd, index(lanes), ValueRange{},
+    int64_t step = strategy.stepElements();
+    Value stepEnd = roundDown(n, step);
+    scf::ForOp::create(b, index(0), stepEnd, index(step), ValueRange{},
                        [&](OpBuilder &nested, Location, Value j, ValueRange) {
                          BuildInside inside(b, nested);
-                         body(j, Value());
+                         for (int64_t k = 0; k < strategy.accumulators; ++k)
+                           body(arith::AddIOp::create(b, j, index(k * lanes)),
+                                Value());
                          scf::YieldOp::create(b);
                        });
-    scf::ForOp::create(b, fullEnd, n, index(lanes), ValueRange{},
+    scf::ForOp::create(b, stepEnd, n, index(lanes), ValueRange{},
                        [&](OpBuilder &nested, Location, Value j, ValueRange) {
                          BuildInside inside(b, nested);
                          body(j, tailMask(n, j));
@@ -398,9 +402,15 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     int64_t depth = op.getDepth();
-    CPUTreeStrategy strategy =
-        selectCPULeafStrategy(depth, staticExtent(adaptor.getInput(), 1),
-                              options.vectorBits, options.cacheBytes);
+    // The accumulators serve both the routing dot products (over the row)
+    // and the blocks of hidden units: the narrower of the two bounds them.
+    std::optional<int64_t> staticIn = staticExtent(adaptor.getInput(), 1);
+    std::optional<int64_t> staticHidden = staticExtent(adaptor.getW1(), 2);
+    std::optional<int64_t> narrowest = staticIn ? staticIn : staticHidden;
+    if (staticIn && staticHidden)
+      narrowest = std::min(*staticIn, *staticHidden);
+    CPUTreeStrategy strategy = selectCPULeafStrategy(
+        depth, narrowest, options.vectorBits, options.cacheBytes);
     TokenEmitter emit(b, strategy);
     int64_t lanes = strategy.lanes;
 

@@ -74,11 +74,12 @@ CPUTreeStrategy selectCPUTreeStrategy(int64_t levels,
                                       std::optional<int64_t> inWidth,
                                       int64_t vectorBits, int64_t cacheBytes);
 
-/// The strategy for a leaf_tree_ffn of `depth` routing levels: tokens are
-/// regrouped by leaf (by the leaf's ancestor, for trees too deep to count
-/// every leaf), so that tokens sharing a leaf reuse its weights.
+/// The strategy for a leaf_tree_ffn of `depth` routing levels, whose rows
+/// and hidden layers are at least `narrowestWidth` wide (nullopt: dynamic):
+/// tokens are regrouped by leaf (by the leaf's ancestor, for trees too deep
+/// to count every leaf), so that tokens sharing a leaf reuse its weights.
 CPUTreeStrategy selectCPULeafStrategy(int64_t depth,
-                                      std::optional<int64_t> inWidth,
+                                      std::optional<int64_t> narrowestWidth,
                                       int64_t vectorBits, int64_t cacheBytes);
 
 } // namespace fff
