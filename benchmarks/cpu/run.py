@@ -38,6 +38,10 @@ parser.add_argument("--fff-run", default=os.path.join(here, "..", "..", "build",
 parser.add_argument("--quick", action="store_true", help="fewer repetitions and cases")
 options = parser.parse_args()
 REPEAT = 3 if options.quick else 10
+# This machine's speed drifts over seconds (other tenants): each case runs
+# its implementations in turn, ROUNDS times, and reports each one's median
+# over the rounds, so that no implementation gets all the slow seconds.
+ROUNDS = 1 if options.quick else 3
 rng = np.random.default_rng(0)
 
 
@@ -66,9 +70,14 @@ def median_ms(fn, repeat):
     return sorted(times)[len(times) // 2]
 
 
-def report(case, unit, timings):
-    """timings: [(implementation, ms, work)], fff first. The rate column is
-    each implementation's own work (bytes or FLOPs) per second."""
+def report(case, unit, timers):
+    """timers: [(implementation, batch, work)], fff first, where batch()
+    returns the median ms of one batch of calls. The batches run in turn,
+    ROUNDS times. The rate column is each implementation's own work (bytes
+    or FLOPs) per second."""
+    rounds = [[batch() for _, batch, _ in timers] for _ in range(ROUNDS)]
+    timings = [(name, sorted(r[i] for r in rounds)[ROUNDS // 2], work)
+               for i, (name, _, work) in enumerate(timers)]
     fff_ms = timings[0][1]
     for i, (name, ms, work) in enumerate(timings):
         rate = work / (ms * 1e-3) / 1e9
@@ -131,9 +140,9 @@ for (rows, hidden), dtype in [(shape, dtype) for shape in NORM_SHAPES for dtype 
         baselines["rms_norm"] = [("torch eager", eager_rms), ("torch.compile", lambda: compiled_rms(tx, tg))]
     for op, func, args in (("layer_norm", "ln", [fx, fg, fb]), ("rms_norm", "rms", [fx, fg])):
         source = ln if op == "layer_norm" else rms
-        timings = [("fff", fff_time(source, func, args, 1, REPEAT), bytes_moved)]
-        timings += [(name, median_ms(fn, REPEAT), bytes_moved) for name, fn in baselines[op]]
-        report(f"{op} {rows}x{hidden} {dtype}", "GB/s", timings)
+        timers = [("fff", lambda: fff_time(source, func, args, 1, REPEAT), bytes_moved)]
+        timers += [(name, lambda fn=fn: median_ms(fn, REPEAT), bytes_moved) for name, fn in baselines[op]]
+        report(f"{op} {rows}x{hidden} {dtype}", "GB/s", timers)
 
 # tree_ffn at UltraFastBERT-1x11's shape against the dense FF it replaces.
 D, DEPTH = 768, 11
@@ -175,14 +184,14 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096, 16384)):
 
     # Each implementation's rate is its own FLOP/s: the dense feedforward does
     # 4D / (depth+1) = 256x more arithmetic per token than the tree.
-    timings = [("fff", fff_time(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, repeat), tree_flops),
-               ("numpy dense FF", median_ms(np_dense, repeat), dense_flops),
-               ("numpy FFF (gathers)", median_ms(np_fff, repeat), tree_flops)]
+    timers = [("fff", lambda: fff_time(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, repeat), tree_flops),
+              ("numpy dense FF", lambda: median_ms(np_dense, repeat), dense_flops),
+              ("numpy FFF (gathers)", lambda: median_ms(np_fff, repeat), tree_flops)]
     if torch is not None:
         tx, tw1, tw2 = map(torch.from_numpy, (x, w1, w2))
-        timings.append(("torch dense FF (CPU)", median_ms(
+        timers.append(("torch dense FF (CPU)", lambda: median_ms(
             lambda: torch.nn.functional.gelu(tx @ tw1) @ tw2, repeat), dense_flops))
-    report(f"tree_ffn D={D} depth={DEPTH} B={batch}", "GFLOP/s", timings)
+    report(f"tree_ffn D={D} depth={DEPTH} B={batch}", "GFLOP/s", timers)
 
 # leaf_tree_ffn (the FFF paper's form) with the dense FF's training width:
 # 2^8 leaves of 12 hidden units = 3072, as in the 768->3072->768 FF above.
@@ -207,14 +216,14 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096)):
     repeat = max(3, REPEAT if batch < 4096 else 3)
     dense_flops = 2 * batch * D * 4 * D * 2
     leaf_flops = 2 * batch * (LEAF_DEPTH * D + 2 * D * LEAF_WIDTH)
-    timings = [("fff", fff_time(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1, repeat),
-                leaf_flops),
-               ("numpy dense FF", median_ms(lambda: erf_gelu_np(x @ w1 + b1) @ w2 + b2, repeat), dense_flops)]
+    timers = [("fff", lambda: fff_time(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1,
+                                       repeat), leaf_flops),
+              ("numpy dense FF", lambda: median_ms(lambda: erf_gelu_np(x @ w1 + b1) @ w2 + b2, repeat), dense_flops)]
     if torch is not None:
         tx, tw1, tw2 = map(torch.from_numpy, (x, w1, w2))
-        timings.append(("torch dense FF (CPU)", median_ms(
+        timers.append(("torch dense FF (CPU)", lambda: median_ms(
             lambda: torch.nn.functional.gelu(tx @ tw1) @ tw2, repeat), dense_flops))
-    report(f"leaf_tree_ffn D={D} {LEAVES}x{LEAF_WIDTH} B={batch}", "GFLOP/s", timings)
+    report(f"leaf_tree_ffn D={D} {LEAVES}x{LEAF_WIDTH} B={batch}", "GFLOP/s", timers)
 
 print()
 print(f"numpy {np.__version__}; torch {'not installed' if torch is None else torch.__version__}")

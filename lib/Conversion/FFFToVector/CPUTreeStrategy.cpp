@@ -61,11 +61,11 @@ fff::selectCPUTreeStrategy(int64_t levels, std::optional<int64_t> nodeBytes,
   return strategy;
 }
 
-fff::CPUTreeStrategy
-fff::selectCPULeafStrategy(int64_t depth, std::optional<int64_t> narrowestWidth,
-                           int64_t vectorBits, int64_t cacheBytes) {
-  CPUTreeStrategy strategy =
-      baseStrategy(narrowestWidth, vectorBits, cacheBytes);
+fff::CPUTreeStrategy fff::selectCPULeafStrategy(int64_t depth,
+                                                std::optional<int64_t> inWidth,
+                                                int64_t vectorBits,
+                                                int64_t cacheBytes) {
+  CPUTreeStrategy strategy = baseStrategy(inWidth, vectorBits, cacheBytes);
   strategy.sortLevel = std::min(depth, kMaxSortLevel);
   return strategy;
 }

@@ -402,15 +402,9 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     int64_t depth = op.getDepth();
-    // The accumulators serve both the routing dot products (over the row)
-    // and the blocks of hidden units: the narrower of the two bounds them.
-    std::optional<int64_t> staticIn = staticExtent(adaptor.getInput(), 1);
-    std::optional<int64_t> staticHidden = staticExtent(adaptor.getW1(), 2);
-    std::optional<int64_t> narrowest = staticIn ? staticIn : staticHidden;
-    if (staticIn && staticHidden)
-      narrowest = std::min(*staticIn, *staticHidden);
-    CPUTreeStrategy strategy = selectCPULeafStrategy(
-        depth, narrowest, options.vectorBits, options.cacheBytes);
+    CPUTreeStrategy strategy =
+        selectCPULeafStrategy(depth, staticExtent(adaptor.getInput(), 1),
+                              options.vectorBits, options.cacheBytes);
     TokenEmitter emit(b, strategy);
     int64_t lanes = strategy.lanes;
 
@@ -478,25 +472,53 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
       // hidden units [h, h + lanes * count): b1 + x @ w1, with `count`
       // independent vectors (masked under `mask` when the last is
       // ragged); then each unit's activation scales its row of w2 into the
-      // token's sums.
+      // token's sums. A block narrower than the strategy's accumulators
+      // splits the sum over the row into `chains` partial sums instead, so
+      // that FMAs still do not wait on one another.
       auto hiddenBlock = [&](Value h, int64_t count, Value mask) {
+        int64_t chains = std::max<int64_t>(1, strategy.accumulators / count);
         SmallVector<Value> columns, init;
         for (int64_t k = 0; k < count; ++k) {
           columns.push_back(arith::AddIOp::create(b, h, emit.index(k * lanes)));
           init.push_back(emit.load(b1, {leaf, columns.back()}, mask));
+          init.append(chains - 1, emit.zeros());
         }
-        auto product = scf::ForOp::create(
-            b, emit.index(0), in, emit.index(1), init,
+        // partial[k * chains + c] += x[row, i + c] * w1[leaf, i + c, column k]
+        auto accumulate = [&](Value i, ValueRange partial, int64_t used) {
+          SmallVector<Value> next(partial);
+          for (int64_t c = 0; c < used; ++c) {
+            Value ic = arith::AddIOp::create(b, i, emit.index(c));
+            Value xi = emit.splat(emit.loadScalar(x, {row, ic}));
+            for (auto [k, column] : llvm::enumerate(columns)) {
+              Value &acc = next[k * chains + c];
+              acc = math::FmaOp::create(
+                  b, xi, emit.load(w1, {leaf, ic, column}, mask), acc);
+            }
+          }
+          return next;
+        };
+        Value chainsEnd = emit.roundDown(in, chains);
+        auto unrolled = scf::ForOp::create(
+            b, emit.index(0), chainsEnd, emit.index(chains), init,
             [&](OpBuilder &nested, Location, Value i, ValueRange partial) {
               BuildInside inside(b, nested);
-              Value xi = emit.splat(emit.loadScalar(x, {row, i}));
-              SmallVector<Value> next;
-              for (auto [column, acc] : llvm::zip(columns, partial))
-                next.push_back(math::FmaOp::create(
-                    b, xi, emit.load(w1, {leaf, i, column}, mask), acc));
-              scf::YieldOp::create(b, next);
+              scf::YieldOp::create(b, accumulate(i, partial, chains));
             });
-        for (auto [column, hidden] : llvm::zip(columns, product.getResults())) {
+        auto rest = scf::ForOp::create(
+            b, chainsEnd, in, emit.index(1), unrolled.getResults(),
+            [&](OpBuilder &nested, Location, Value i, ValueRange partial) {
+              BuildInside inside(b, nested);
+              scf::YieldOp::create(b, accumulate(i, partial, 1));
+            });
+        SmallVector<Value> sumsOfColumns;
+        for (int64_t k = 0; k < count; ++k) {
+          Value total = rest.getResult(k * chains);
+          for (int64_t c = 1; c < chains; ++c)
+            total =
+                arith::AddFOp::create(b, total, rest.getResult(k * chains + c));
+          sumsOfColumns.push_back(total);
+        }
+        for (auto [column, hidden] : llvm::zip(columns, sumsOfColumns)) {
           Value activated =
               buildActivation(b, b.getLoc(), op.getActivation(), hidden);
           Value units = arith::MinUIOp::create(

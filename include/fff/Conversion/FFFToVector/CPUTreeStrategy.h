@@ -41,8 +41,9 @@ struct CPUTreeStrategy {
   int64_t vectorBits;
   /// f32 lanes per vector.
   int64_t lanes;
-  /// Independent partial sums of each dot product (and vectors of hidden
-  /// units computed together by leaf_tree_ffn).
+  /// Independent partial sums of each dot product; leaf_tree_ffn computes
+  /// this many vectors of hidden units together (or, for fewer units, this
+  /// many partial sums of each).
   int64_t accumulators;
   /// The level at which tokens are regrouped by the node they reached (for
   /// leaf_tree_ffn: the leaf's ancestor at that level); 0: never.
@@ -74,12 +75,12 @@ CPUTreeStrategy selectCPUTreeStrategy(int64_t levels,
                                       std::optional<int64_t> inWidth,
                                       int64_t vectorBits, int64_t cacheBytes);
 
-/// The strategy for a leaf_tree_ffn of `depth` routing levels, whose rows
-/// and hidden layers are at least `narrowestWidth` wide (nullopt: dynamic):
-/// tokens are regrouped by leaf (by the leaf's ancestor, for trees too deep
-/// to count every leaf), so that tokens sharing a leaf reuse its weights.
+/// The strategy for a leaf_tree_ffn of `depth` routing levels reading rows
+/// of `inWidth` elements (nullopt: dynamic): tokens are regrouped by leaf
+/// (by the leaf's ancestor, for trees too deep to count every leaf), so
+/// that tokens sharing a leaf reuse its weights.
 CPUTreeStrategy selectCPULeafStrategy(int64_t depth,
-                                      std::optional<int64_t> narrowestWidth,
+                                      std::optional<int64_t> inWidth,
                                       int64_t vectorBits, int64_t cacheBytes);
 
 } // namespace fff
