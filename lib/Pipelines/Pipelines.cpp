@@ -149,10 +149,12 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertVectorToLLVMPass());
   // Large buffers (results, above all) on huge pages: one page fault per 2
   // MiB instead of per 4 KiB.
-  pm.addPass(createHugePageAllocations());
-  FinalizeMemRefToLLVMConversionPassOptions memrefs;
-  memrefs.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
+  if (options.hugePages) {
+    pm.addPass(createHugePageAllocations());
+    FinalizeMemRefToLLVMConversionPassOptions memrefs;
+    memrefs.useGenericFunctions = true;
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
+  }
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

@@ -4,19 +4,23 @@
 // RUN:   --implicit-check-not=fff. --implicit-check-not=linalg. --implicit-check-not=tensor. \
 // RUN:   --implicit-check-not=memref. --implicit-check-not=scf. --implicit-check-not=bufferization. \
 // RUN:   --implicit-check-not=arith. --implicit-check-not=math. --implicit-check-not=func.func \
-// RUN:   --implicit-check-not=@erff --implicit-check-not=llvm.intr.tanh
+// RUN:   --implicit-check-not=@erff --implicit-check-not=llvm.intr.tanh --implicit-check-not=@madvise
 // RUN: fff-opt %s --fff-cpu-pipeline=reference | FileCheck %s --check-prefix=REFERENCE
+// RUN: fff-opt %s --fff-cpu-pipeline=huge-pages | FileCheck %s --check-prefix=HUGE
 
 // Activations are inline polynomials (fff-approximate-math), as in the GPU
 // kernels; the reference calls libm.
 // REFERENCE-DAG: llvm.func @erff(f32) -> f32
 
-// Buffers come from the module's own allocation functions, which put large
-// ones on huge pages (fff-huge-page-allocations).
+// Buffers come from malloc; with huge-pages, from the module's own
+// allocation functions, which put large ones on huge pages
+// (fff-huge-page-allocations).
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
-// CHECK-DAG: llvm.func @madvise(!llvm.ptr, i64, i32) -> i32
-// CHECK-DAG: llvm.func internal @_mlir_memref_to_llvm_alloc(%{{.*}}: i64) -> (!llvm.ptr {llvm.noalias})
-// CHECK-DAG: llvm.func internal @_mlir_memref_to_llvm_free(%{{.*}}: !llvm.ptr)
+// HUGE-DAG: llvm.func @madvise(!llvm.ptr, i64, i32) -> i32
+// HUGE-DAG: llvm.func internal @_mlir_memref_to_llvm_alloc(%{{.*}}: i64) -> (!llvm.ptr {llvm.noalias})
+// HUGE-DAG: llvm.func internal @_mlir_memref_to_llvm_free(%{{.*}}: !llvm.ptr)
+// HUGE-LABEL: llvm.func @fff_fused_layer_norm_tree_ffn
+// HUGE:         llvm.call @_mlir_memref_to_llvm_alloc
 
 // Each distinct fff op or fused unit is a private function of its own
 // (fff-outline-ops), defined at the end of the module.
@@ -59,5 +63,5 @@ func.func @dense_ffn(%x: tensor<?x16xf32>, %w1: tensor<16x32xf32>, %w2: tensor<3
 
 // CHECK-LABEL: llvm.func @fff_fused_layer_norm_tree_ffn
 // CHECK-SAME:    sym_visibility = "private"
-// CHECK:         llvm.call @_mlir_memref_to_llvm_alloc
+// CHECK:         llvm.call @malloc
 // CHECK-LABEL: llvm.func @fff_fused_leaf_tree_ffn_rms_norm

@@ -67,14 +67,21 @@ static cl::opt<bool>
             cl::init(false));
 static cl::opt<bool>
     reference("reference",
-              cl::desc("Lower norms with the scalar reference lowering "
-                       "instead of vector code"),
+              cl::desc("Lower norms and tree layers with the scalar "
+                       "reference lowering instead of vector code, and "
+                       "activations with libm"),
               cl::init(false));
 static cl::opt<int64_t>
     vectorBits("vector-bits",
-               cl::desc("Vector register width the norms' loops fill: 128, "
-                        "256 or 512 (default: this host's widest)"),
+               cl::desc("Vector register width the norms' and tree layers' "
+                        "loops fill: 128, 256 or 512 (default: this host's "
+                        "widest)"),
                cl::init(0));
+static cl::opt<bool>
+    hugePages("huge-pages",
+              cl::desc("Put buffers of 32 MiB or more on transparent huge "
+                       "pages (the CPU pipeline's huge-pages option)"),
+              cl::init(false));
 /// `--threads N`, parsed by main (see takeThreadsFlag).
 static int64_t threadCount = 0;
 static cl::opt<unsigned>
@@ -283,6 +290,7 @@ Error run() {
   pipelineOptions.raise = !noRaise;
   pipelineOptions.reference = reference;
   pipelineOptions.vectorBits = vectorBits;
+  pipelineOptions.hugePages = hugePages;
   pipelineOptions.threads = threadCount;
   fff::buildCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))

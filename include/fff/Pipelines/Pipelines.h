@@ -71,6 +71,15 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
                      "caller-allocated buffers, as --fff-gpu-pipeline's do, "
                      "instead of returning buffers they allocate"),
       llvm::cl::init(false)};
+  Option<bool> hugePages{
+      *this, "huge-pages",
+      llvm::cl::desc("Put buffers of 32 MiB or more on transparent huge "
+                     "pages (fff-huge-page-allocations): a fresh result "
+                     "then faults once per 2 MiB instead of once per 4 KiB. "
+                     "Off by default: on this project's VM, whose balloon "
+                     "hands freed memory back to the host, it measured "
+                     "faster at times and slower on average"),
+      llvm::cl::init(false)};
   Option<bool> reference{
       *this, "reference",
       llvm::cl::desc("Lower norms and tree layers with the scalar "
