@@ -518,19 +518,61 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                 arith::AddFOp::create(b, total, rest.getResult(k * chains + c));
           sumsOfColumns.push_back(total);
         }
+        SmallVector<Value> activated, units;
         for (auto [column, hidden] : llvm::zip(columns, sumsOfColumns)) {
-          Value activated =
-              buildActivation(b, b.getLoc(), op.getActivation(), hidden);
-          Value units = arith::MinUIOp::create(
+          activated.push_back(
+              buildActivation(b, b.getLoc(), op.getActivation(), hidden));
+          units.push_back(arith::MinUIOp::create(
               b, emit.index(lanes),
-              arith::SubIOp::create(b, hiddenWidth, column));
-          emit.loop(emit.index(0), units, [&](Value lane) {
-            Value scale =
-                vector::ExtractOp::create(b, activated, OpFoldResult(lane));
-            emit.addScaled(sums, row, scale, w2,
-                           {leaf, arith::AddIOp::create(b, column, lane)}, out);
-          });
+              arith::SubIOp::create(b, hiddenWidth, column)));
         }
+        // sums[row, j] += activated[u] * w2[leaf, u, j] over the block's
+        // units u, with `vectors` output vectors [j, j + lanes * vectors)
+        // held in registers across them.
+        auto addBlock = [&](Value j, int64_t vectors, Value mask) {
+          SmallVector<Value> outColumns, init;
+          for (int64_t v = 0; v < vectors; ++v) {
+            outColumns.push_back(
+                arith::AddIOp::create(b, j, emit.index(v * lanes)));
+            init.push_back(emit.load(sums, {row, outColumns.back()}, mask));
+          }
+          SmallVector<Value> totals(init);
+          for (auto [k, column] : llvm::enumerate(columns)) {
+            auto overUnits = scf::ForOp::create(
+                b, emit.index(0), units[k], emit.index(1), totals,
+                [&](OpBuilder &nested, Location, Value u, ValueRange acc) {
+                  BuildInside inside(b, nested);
+                  Value scale = emit.splat(vector::ExtractOp::create(
+                      b, activated[k], OpFoldResult(u)));
+                  Value unit = arith::AddIOp::create(b, column, u);
+                  SmallVector<Value> next;
+                  for (auto [outColumn, total] : llvm::zip(outColumns, acc))
+                    next.push_back(math::FmaOp::create(
+                        b, scale, emit.load(w2, {leaf, unit, outColumn}, mask),
+                        total));
+                  scf::YieldOp::create(b, next);
+                });
+            totals = llvm::to_vector_of<Value>(overUnits.getResults());
+          }
+          for (auto [outColumn, total] : llvm::zip(outColumns, totals))
+            emit.store(total, sums, {row, outColumn}, mask);
+        };
+        int64_t outStep = strategy.stepElements();
+        Value outStepEnd = emit.roundDown(out, outStep);
+        scf::ForOp::create(
+            b, emit.index(0), outStepEnd, emit.index(outStep), ValueRange{},
+            [&](OpBuilder &nested, Location, Value j, ValueRange) {
+              BuildInside inside(b, nested);
+              addBlock(j, strategy.accumulators, Value());
+              scf::YieldOp::create(b);
+            });
+        scf::ForOp::create(
+            b, outStepEnd, out, emit.index(lanes), ValueRange{},
+            [&](OpBuilder &nested, Location, Value j, ValueRange) {
+              BuildInside inside(b, nested);
+              addBlock(j, 1, emit.tailMask(out, j));
+              scf::YieldOp::create(b);
+            });
       };
       int64_t step = strategy.stepElements();
       Value stepEnd = emit.roundDown(hiddenWidth, step);

@@ -83,8 +83,9 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 
 // leaf_tree_ffn: each token is routed to its leaf in token order (zero goes
 // right), the tokens are sorted by leaf, and each computes its leaf's MLP:
-// 64 hidden units at a time as four vectors, each unit's activation then
-// scaling its row of w2 into the token's sums.
+// 64 hidden units at a time as four vectors of FMAs over the row, then, for
+// each four output vectors held in registers, the scaled rows of w2 of the
+// block's units.
 // CHECK-LABEL: func.func @leaf
 // CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x96xf32>
 // CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
@@ -104,10 +105,17 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 // CHECK:             scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-4:       math.fma
 // CHECK:             math.tanh
-// CHECK:             scf.for
-// CHECK:               vector.extract %{{.*}}[%{{.*}}] : f32 from vector<16xf32>
+// CHECK:             scf.for %{{.*}} step %c64
+// CHECK-COUNT-4:       vector.load %[[SUMS]][%[[TOKEN]], %{{.*}}]
+// CHECK:               scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:                 vector.extract %{{.*}}[%{{.*}}] : f32 from vector<16xf32>
+// CHECK-COUNT-4:         math.fma
+// CHECK-COUNT-4:       vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
+// A ragged last block of hidden units: one masked vector, whose sum over
+// the row keeps four partial sums.
 // CHECK:           scf.for %{{.*}} step %c16
 // CHECK:             vector.create_mask
+// CHECK:             scf.for {{.*}} step %c4{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 func.func @leaf(%x: tensor<?x96xf32>, %nw: tensor<7x96xf32>, %nb: tensor<7xf32>, %w1: tensor<8x96x100xf32>,
                 %b1: tensor<8x100xf32>, %w2: tensor<8x100x96xf32>, %b2: tensor<8x96xf32>) -> tensor<?x96xf32> {
   %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 3 : i64, activation = #fff.activation<gelu_tanh>}
