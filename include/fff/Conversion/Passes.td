@@ -96,9 +96,13 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
   let description = [{
     Replaces each `fff.tree_ffn` and `fff.leaf_tree_ffn` with loops over its
     tokens on buffers, whose bodies are vector code: dot products into
-    several f32 vector accumulators, and output rows updated a vector at a
-    time, with masked tails. 16-bit elements are widened to f32 as they are
-    loaded; the f32 sums are narrowed once, when a token is done.
+    several f32 vector accumulators, with masked tails. A token's output
+    row is read and written once per pass, not once per node or hidden
+    unit: its walk records each level's node and activation (for
+    leaf_tree_ffn, its leaf's block of hidden activations), then a few
+    vectors of the row stay in registers while the scaled rows of `w_out`
+    (`w2`) are added into them. 16-bit elements are widened to f32 as they
+    are loaded; the f32 sums are narrowed once, when a token is done.
 
     The tokens are regrouped once per tree, so that tokens that will read
     the same weights run one after the other and find them in the core's

@@ -6,8 +6,11 @@
 // written for speed, with the same arithmetic per token:
 //
 // - dot products keep `accumulators` vector partial sums, which meet only
-//   at the end of the row; output rows are updated a vector at a time with
-//   FMAs, and tails are masked;
+//   at the end of the row, and tails are masked;
+// - a token's output row is read and written once per pass: the walk
+//   records each level's node and activation, then `accumulators` vectors
+//   of the row stay in registers while the scaled weight rows are added
+//   into them, in level order;
 // - the tokens are regrouped once per tree (CPUTreeStrategy.h says why and
 //   where), by a stable counting sort of the node or leaf each reached;
 // - a token's own sums run in the same order whichever tokens run before
@@ -118,15 +121,57 @@ public:
                        });
   }
 
-  /// y[yAt..., j] += scale * w[wAt..., j] for j in [0, n); y is f32.
-  void addScaled(Value y, ValueRange yAt, Value scale, Value w, ValueRange wAt,
-                 Value n) {
-    Value scaleLanes = splat(scale);
-    forEachVector(n, [&](Value j, Value mask) {
-      Value sum = math::FmaOp::create(b, scaleLanes, load(w, at(wAt, j), mask),
-                                      load(y, at(yAt, j), mask));
-      store(sum, y, at(yAt, j), mask);
-    });
+  /// Rows of a weight buffer to add, scaled, into a token's sums: for each
+  /// u in [0, count), `term(u)` gives the scale and the row's indices.
+  struct ScaledRows {
+    Value count;
+    std::function<std::pair<Value, SmallVector<Value>>(Value u)> term;
+  };
+
+  /// y[row, j] += sum of scale * w[at..., j] over the terms of `groups`, in
+  /// order, for j in [0, n); y is f32. Each `accumulators` output vectors
+  /// stay in registers across all the terms, so that y is read and written
+  /// once, not once per term.
+  void addScaledRows(Value y, Value row, Value w, Value n,
+                     ArrayRef<ScaledRows> groups) {
+    auto block = [&](Value j, int64_t vectors, Value mask) {
+      SmallVector<Value> columns, totals;
+      for (int64_t v = 0; v < vectors; ++v) {
+        columns.push_back(arith::AddIOp::create(b, j, index(v * lanes)));
+        totals.push_back(load(y, {row, columns.back()}, mask));
+      }
+      for (const ScaledRows &group : groups) {
+        auto overTerms = scf::ForOp::create(
+            b, index(0), group.count, index(1), totals,
+            [&](OpBuilder &nested, Location, Value u, ValueRange partial) {
+              BuildInside inside(b, nested);
+              auto [scale, rowAt] = group.term(u);
+              Value scaleLanes = splat(scale);
+              SmallVector<Value> next;
+              for (auto [column, total] : llvm::zip(columns, partial))
+                next.push_back(math::FmaOp::create(
+                    b, scaleLanes, load(w, at(rowAt, column), mask), total));
+              scf::YieldOp::create(b, next);
+            });
+        totals = llvm::to_vector_of<Value>(overTerms.getResults());
+      }
+      for (auto [column, total] : llvm::zip(columns, totals))
+        store(total, y, {row, column}, mask);
+    };
+    int64_t step = strategy.stepElements();
+    Value stepEnd = roundDown(n, step);
+    scf::ForOp::create(b, index(0), stepEnd, index(step), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
+                         BuildInside inside(b, nested);
+                         block(j, strategy.accumulators, Value());
+                         scf::YieldOp::create(b);
+                       });
+    scf::ForOp::create(b, stepEnd, n, index(lanes), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
+                         BuildInside inside(b, nested);
+                         block(j, 1, tailMask(n, j));
+                         scf::YieldOp::create(b);
+                       });
   }
 
   /// dst[dstAt..., j] = src[srcAt..., j] (0 without a `src`) for j in [0,
@@ -157,16 +202,16 @@ public:
   }
 
   /// `for level in [from, to)`, threading the node a token is at through
-  /// `step`, which returns the next. Returns the node reached.
+  /// `step(level, node)`, which returns the next. Returns the node reached.
   Value walk(Value node, int64_t from, int64_t to,
-             function_ref<Value(Value node)> step) {
+             function_ref<Value(Value level, Value node)> step) {
     if (from == to)
       return node;
     auto loop = scf::ForOp::create(
         b, index(from), index(to), index(1), ValueRange{node},
-        [&](OpBuilder &nested, Location, Value, ValueRange carried) {
+        [&](OpBuilder &nested, Location, Value level, ValueRange carried) {
           BuildInside inside(b, nested);
-          scf::YieldOp::create(b, ValueRange{step(carried[0])});
+          scf::YieldOp::create(b, ValueRange{step(level, carried[0])});
         });
     return loop.getResult(0);
   }
@@ -315,6 +360,14 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
           b,
           MemRefType::get({(int64_t(1) << sortLevel) + 1}, b.getIndexType()));
     }
+    // Each token's path through the current tree: the node and the
+    // activation at each level, for the output pass.
+    Value pathNodes = memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic, levels}, b.getIndexType()),
+        ValueRange{rows});
+    Value pathScales = memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic, levels}, b.getF32Type()),
+        ValueRange{rows});
     Value lastTree = arith::SubIOp::create(b, trees, emit.index(1));
     Value rowWork = arith::AddIOp::create(b, in, out);
     auto workOf = [&](int64_t levelCount) -> Value {
@@ -326,20 +379,41 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                                             emit.index(0));
       Value isLast =
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tree, lastTree);
-      // One level: the node's logit routes the token and scales its output
-      // row into the token's sums.
-      auto visit = [&](Value row, Value node) -> Value {
+      // One level: the node's logit routes the token; the node and its
+      // activation are kept for the output pass.
+      auto visit = [&](Value row, Value level, Value node) -> Value {
         Value logit = emit.dot(x, row, wIn, {tree, node}, in);
         if (bIn)
           logit = arith::AddFOp::create(b, logit,
                                         emit.loadScalar(bIn, {tree, node}));
         Value activated =
             buildActivation(b, b.getLoc(), op.getActivation(), logit);
-        emit.addScaled(sums, row, activated, wOut, {tree, node}, out);
+        memref::StoreOp::create(b, node, pathNodes, ValueRange{row, level});
+        memref::StoreOp::create(b, activated, pathScales,
+                                ValueRange{row, level});
         // Exactly zero goes left.
         Value goRight =
             arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
         return emit.child(node, goRight);
+      };
+      // Levels [from, to) of a token's walk: their rows of w_out, scaled
+      // by the activations, into its sums, in level order.
+      auto walkAndAdd = [&](Value row, Value start, int64_t from, int64_t to) {
+        Value reached =
+            emit.walk(start, from, to, [&](Value level, Value node) {
+              return visit(row, level, node);
+            });
+        TokenEmitter::ScaledRows levelRows{
+            emit.index(to - from), [&, from](Value u) {
+              Value level = arith::AddIOp::create(b, u, emit.index(from));
+              Value node =
+                  memref::LoadOp::create(b, pathNodes, ValueRange{row, level});
+              Value scale =
+                  memref::LoadOp::create(b, pathScales, ValueRange{row, level});
+              return std::make_pair(scale, SmallVector<Value>{tree, node});
+            }};
+        emit.addScaledRows(sums, row, wOut, out, levelRows);
+        return reached;
       };
       auto startRow = [&](Value row) {
         scf::IfOp::create(b, isFirst, [&](OpBuilder &nested, Location) {
@@ -361,8 +435,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       if (sortLevel == 0) {
         emit.forEachToken(rows, workOf(levels), [&](Value row) {
           startRow(row);
-          emit.walk(emit.index(0), 0, levels,
-                    [&](Value node) { return visit(row, node); });
+          walkAndAdd(row, emit.index(0), 0, levels);
           finishRow(row);
         });
         return;
@@ -371,8 +444,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       // each token reached.
       emit.forEachToken(rows, workOf(sortLevel), [&](Value row) {
         startRow(row);
-        Value node = emit.walk(emit.index(0), 0, sortLevel,
-                               [&](Value node) { return visit(row, node); });
+        Value node = walkAndAdd(row, emit.index(0), 0, sortLevel);
         memref::StoreOp::create(b, node, nodes, row);
       });
       Value firstNode = emit.index((int64_t(1) << sortLevel) - 1);
@@ -384,8 +456,8 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                       });
       emit.forEachToken(rows, workOf(levels - sortLevel), [&](Value position) {
         Value row = memref::LoadOp::create(b, order, position);
-        emit.walk(memref::LoadOp::create(b, nodes, row), sortLevel, levels,
-                  [&](Value node) { return visit(row, node); });
+        walkAndAdd(row, memref::LoadOp::create(b, nodes, row), sortLevel,
+                   levels);
         finishRow(row);
       });
     });
@@ -433,15 +505,16 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
     Value firstLeaf = emit.index(op.getNumRoutingNodes());
     emit.forEachToken(
         rows, arith::MulIOp::create(b, in, emit.index(depth)), [&](Value row) {
-          Value node = emit.walk(emit.index(0), 0, depth, [&](Value node) {
-            Value score =
-                arith::AddFOp::create(b, emit.dot(x, row, nodeW, node, in),
-                                      emit.loadScalar(nodeB, node));
-            // Zero goes right here (s >= 0), as in the original FFF code.
-            Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
-                                                  score, zero);
-            return emit.child(node, goRight);
-          });
+          Value node =
+              emit.walk(emit.index(0), 0, depth, [&](Value, Value node) {
+                Value score =
+                    arith::AddFOp::create(b, emit.dot(x, row, nodeW, node, in),
+                                          emit.loadScalar(nodeB, node));
+                // Zero goes right here (s >= 0), as in the original FFF code.
+                Value goRight = arith::CmpFOp::create(
+                    b, arith::CmpFPredicate::OGE, score, zero);
+                return emit.child(node, goRight);
+              });
           memref::StoreOp::create(b, arith::SubIOp::create(b, node, firstLeaf),
                                   leaves, row);
         });
@@ -518,61 +591,25 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                 arith::AddFOp::create(b, total, rest.getResult(k * chains + c));
           sumsOfColumns.push_back(total);
         }
-        SmallVector<Value> activated, units;
-        for (auto [column, hidden] : llvm::zip(columns, sumsOfColumns)) {
-          activated.push_back(
-              buildActivation(b, b.getLoc(), op.getActivation(), hidden));
-          units.push_back(arith::MinUIOp::create(
+        // Each unit's activation scales its row of w2 into the token's
+        // sums.
+        SmallVector<TokenEmitter::ScaledRows> unitRows;
+        for (auto [k, hidden] : llvm::enumerate(sumsOfColumns)) {
+          Value first = columns[k];
+          Value activated =
+              buildActivation(b, b.getLoc(), op.getActivation(), hidden);
+          Value units = arith::MinUIOp::create(
               b, emit.index(lanes),
-              arith::SubIOp::create(b, hiddenWidth, column)));
+              arith::SubIOp::create(b, hiddenWidth, first));
+          unitRows.push_back(
+              {units, [&, activated, first](Value u) {
+                 Value scale =
+                     vector::ExtractOp::create(b, activated, OpFoldResult(u));
+                 Value unit = arith::AddIOp::create(b, first, u);
+                 return std::make_pair(scale, SmallVector<Value>{leaf, unit});
+               }});
         }
-        // sums[row, j] += activated[u] * w2[leaf, u, j] over the block's
-        // units u, with `vectors` output vectors [j, j + lanes * vectors)
-        // held in registers across them.
-        auto addBlock = [&](Value j, int64_t vectors, Value mask) {
-          SmallVector<Value> outColumns, init;
-          for (int64_t v = 0; v < vectors; ++v) {
-            outColumns.push_back(
-                arith::AddIOp::create(b, j, emit.index(v * lanes)));
-            init.push_back(emit.load(sums, {row, outColumns.back()}, mask));
-          }
-          SmallVector<Value> totals(init);
-          for (auto [k, column] : llvm::enumerate(columns)) {
-            auto overUnits = scf::ForOp::create(
-                b, emit.index(0), units[k], emit.index(1), totals,
-                [&](OpBuilder &nested, Location, Value u, ValueRange acc) {
-                  BuildInside inside(b, nested);
-                  Value scale = emit.splat(vector::ExtractOp::create(
-                      b, activated[k], OpFoldResult(u)));
-                  Value unit = arith::AddIOp::create(b, column, u);
-                  SmallVector<Value> next;
-                  for (auto [outColumn, total] : llvm::zip(outColumns, acc))
-                    next.push_back(math::FmaOp::create(
-                        b, scale, emit.load(w2, {leaf, unit, outColumn}, mask),
-                        total));
-                  scf::YieldOp::create(b, next);
-                });
-            totals = llvm::to_vector_of<Value>(overUnits.getResults());
-          }
-          for (auto [outColumn, total] : llvm::zip(outColumns, totals))
-            emit.store(total, sums, {row, outColumn}, mask);
-        };
-        int64_t outStep = strategy.stepElements();
-        Value outStepEnd = emit.roundDown(out, outStep);
-        scf::ForOp::create(
-            b, emit.index(0), outStepEnd, emit.index(outStep), ValueRange{},
-            [&](OpBuilder &nested, Location, Value j, ValueRange) {
-              BuildInside inside(b, nested);
-              addBlock(j, strategy.accumulators, Value());
-              scf::YieldOp::create(b);
-            });
-        scf::ForOp::create(
-            b, outStepEnd, out, emit.index(lanes), ValueRange{},
-            [&](OpBuilder &nested, Location, Value j, ValueRange) {
-              BuildInside inside(b, nested);
-              addBlock(j, 1, emit.tailMask(out, j));
-              scf::YieldOp::create(b);
-            });
+        emit.addScaledRows(sums, row, w2, out, unitRows);
       };
       int64_t step = strategy.stepElements();
       Value stepEnd = emit.roundDown(hiddenWidth, step);

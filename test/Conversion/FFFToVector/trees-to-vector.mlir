@@ -10,27 +10,37 @@
 // each token walks levels 0-4 in token order, the tokens are counting-sorted
 // by the node they reached (32 buckets), and they walk levels 5-11 in that
 // order. Dot products keep four vector partial sums (64 elements a step).
+// Each walk records its nodes and activations; an output pass then adds the
+// scaled rows of w_out of those levels into the token's sums, four vectors
+// of them held in registers across the levels.
 // CHECK-LABEL: func.func @ultrafastbert
 // CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
 // CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         %[[COUNTS:.*]] = memref.alloc() : memref<33xindex>
+// CHECK:         %[[PATH:.*]] = memref.alloc(%{{.*}}) : memref<?x12xindex>
+// CHECK:         %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
 // CHECK:         scf.for %[[TREE:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           scf.parallel (%[[ROW:.*]]) =
 // The first tree starts each token's sums from the output bias.
 // CHECK:             scf.if
 // CHECK:               vector.store %{{.*}}, %[[SUMS]][%[[ROW]], %{{.*}}]
-// CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%[[NODE:.*]] = %{{.*}}) -> (index)
+// CHECK:             scf.for %[[LEVEL:.*]] = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%[[NODE:.*]] = %{{.*}}) -> (index)
 // CHECK:               scf.for {{.*}} step %c64{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-4:         math.fma
 // CHECK:               vector.maskedload
 // CHECK:               vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
 // CHECK:               math.erf
-// CHECK:               scf.for
-// CHECK:                 vector.load %[[SUMS]][%[[ROW]], %{{.*}}]
-// CHECK:                 math.fma
-// CHECK:                 vector.store %{{.*}}, %[[SUMS]][%[[ROW]], %{{.*}}]
+// CHECK:               memref.store %[[NODE]], %[[PATH]][%[[ROW]], %[[LEVEL]]]
+// CHECK:               memref.store %{{.*}}, %[[SCALES]][%[[ROW]], %[[LEVEL]]]
 // CHECK:               arith.cmpf ogt
+// CHECK:             scf.for %{{.*}} step %c64
+// CHECK-COUNT-4:       vector.load %[[SUMS]][%[[ROW]], %{{.*}}]
+// CHECK:               scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:                 memref.load %[[PATH]][%[[ROW]], %{{.*}}]
+// CHECK:                 memref.load %[[SCALES]][%[[ROW]], %{{.*}}]
+// CHECK-COUNT-4:         math.fma
+// CHECK-COUNT-4:       vector.store %{{.*}}, %[[SUMS]][%[[ROW]], %{{.*}}]
 // CHECK:             memref.store %{{.*}}, %[[NODES]][%[[ROW]]]
 // CHECK:           } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 5 : i64, vector_bits = 512 : i64}}
 // The counting sort: counts per node of level 5 (from node 31), their
@@ -43,7 +53,8 @@
 // CHECK:             %[[TOKEN:.*]] = memref.load %[[ORDER]][%[[POSITION]]]
 // CHECK:             %[[START:.*]] = memref.load %[[NODES]][%[[TOKEN]]]
 // CHECK:             scf.for %{{.*}} = %c5{{.*}} to %c12{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[START]]) -> (index)
-// CHECK:               vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
+// CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c7{{.*}} step %{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:             vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
 // CHECK:         bufferization.to_tensor %[[SUMS]] restrict writable
 func.func @ultrafastbert(%x: tensor<?x768xf32>, %wi: tensor<1x4095x768xf32>, %bi: tensor<1x4095xf32>,
                          %wo: tensor<1x4095x768xf32>, %bo: tensor<768xf32>) -> tensor<?x768xf32> {
