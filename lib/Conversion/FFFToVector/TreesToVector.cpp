@@ -227,9 +227,11 @@ public:
   }
 
   /// Fills `order` with [0, rows) sorted stably by `key(token)`, a bucket in
-  /// [0, buckets): a counting sort, whose `counts` hold buckets + 1 entries.
-  void sortTokens(Value order, Value counts, Value rows, int64_t buckets,
+  /// [0, buckets): a counting sort.
+  void sortTokens(Value order, Value rows, int64_t buckets,
                   function_ref<Value(Value token)> key) {
+    Value counts = memref::AllocOp::create(
+        b, MemRefType::get({buckets + 1}, b.getIndexType()));
     Value one = index(1);
     loop(index(0), index(buckets + 1), [&](Value bucket) {
       memref::StoreOp::create(b, index(0), counts, bucket);
@@ -267,6 +269,16 @@ public:
         dynamicSizes.push_back(size);
     return memref::AllocOp::create(
         b, MemRefType::get(type.getShape(), elementType), dynamicSizes);
+  }
+
+  /// The f32 sums of a tree layer's tokens, [rows, out], and its result:
+  /// the sums themselves in f32, else a buffer they are narrowed into.
+  std::pair<Value, Value> allocSums(RankedTensorType resultType, Value rows,
+                                    Value out) {
+    Value sums = alloc(resultType, b.getF32Type(), {rows, out});
+    if (resultType.getElementType().isF32())
+      return {sums, sums};
+    return {sums, alloc(resultType, resultType.getElementType(), {rows, out})};
   }
 
   /// A fresh index buffer of `rows` entries.
@@ -346,19 +358,12 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
 
     // The f32 sums; narrowed into the result as each token finishes.
     RankedTensorType resultType = op.getOutput().getType();
-    Value sums = emit.alloc(resultType, b.getF32Type(), {rows, out});
-    Value result =
-        resultType.getElementType().isF32()
-            ? sums
-            : emit.alloc(resultType, resultType.getElementType(), {rows, out});
+    auto [sums, result] = emit.allocSums(resultType, rows, out);
     int64_t sortLevel = strategy.sortLevel;
-    Value nodes, order, counts;
+    Value nodes, order;
     if (sortLevel > 0) {
       nodes = emit.allocIndices(rows);
       order = emit.allocIndices(rows);
-      counts = memref::AllocOp::create(
-          b,
-          MemRefType::get({(int64_t(1) << sortLevel) + 1}, b.getIndexType()));
     }
     // Each token's path through the current tree: the node and the
     // activation at each level, for the output pass.
@@ -448,12 +453,11 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         memref::StoreOp::create(b, node, nodes, row);
       });
       Value firstNode = emit.index((int64_t(1) << sortLevel) - 1);
-      emit.sortTokens(order, counts, rows, int64_t(1) << sortLevel,
-                      [&](Value token) -> Value {
-                        return arith::SubIOp::create(
-                            b, memref::LoadOp::create(b, nodes, token),
-                            firstNode);
-                      });
+      emit.sortTokens(
+          order, rows, int64_t(1) << sortLevel, [&](Value token) -> Value {
+            return arith::SubIOp::create(
+                b, memref::LoadOp::create(b, nodes, token), firstNode);
+          });
       emit.forEachToken(rows, workOf(levels - sortLevel), [&](Value position) {
         Value row = memref::LoadOp::create(b, order, position);
         walkAndAdd(row, memref::LoadOp::create(b, nodes, row), sortLevel,
@@ -494,11 +498,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
     Value zero = emit.f32(0.0);
 
     RankedTensorType resultType = op.getOutput().getType();
-    Value sums = emit.alloc(resultType, b.getF32Type(), {rows, out});
-    Value result =
-        resultType.getElementType().isF32()
-            ? sums
-            : emit.alloc(resultType, resultType.getElementType(), {rows, out});
+    auto [sums, result] = emit.allocSums(resultType, rows, out);
 
     // Route every token to its leaf, in token order.
     Value leaves = emit.allocIndices(rows);
@@ -525,11 +525,8 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
     Value order;
     if (sortLevel > 0) {
       order = emit.allocIndices(rows);
-      Value counts = memref::AllocOp::create(
-          b,
-          MemRefType::get({(int64_t(1) << sortLevel) + 1}, b.getIndexType()));
       Value shift = emit.index(depth - sortLevel);
-      emit.sortTokens(order, counts, rows, int64_t(1) << sortLevel,
+      emit.sortTokens(order, rows, int64_t(1) << sortLevel,
                       [&](Value token) -> Value {
                         return arith::ShRUIOp::create(
                             b, memref::LoadOp::create(b, leaves, token), shift);

@@ -17,7 +17,6 @@
 // CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
 // CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
-// CHECK:         %[[COUNTS:.*]] = memref.alloc() : memref<33xindex>
 // CHECK:         %[[PATH:.*]] = memref.alloc(%{{.*}}) : memref<?x12xindex>
 // CHECK:         %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
 // CHECK:         scf.for %[[TREE:.*]] = %{{.*}} to %{{.*}} step
@@ -45,6 +44,7 @@
 // CHECK:           } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 5 : i64, vector_bits = 512 : i64}}
 // The counting sort: counts per node of level 5 (from node 31), their
 // prefix sums, then each token's position.
+// CHECK:           %[[COUNTS:.*]] = memref.alloc() : memref<33xindex>
 // CHECK:           memref.store %{{.*}}, %[[COUNTS]]
 // CHECK:           %[[FIRST:.*]] = memref.load %[[NODES]]
 // CHECK:           arith.subi %[[FIRST]], %c31
