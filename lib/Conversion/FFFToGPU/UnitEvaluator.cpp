@@ -68,22 +68,31 @@ Value UnitVectorEvaluator::compute(Value tensor) {
       mapping.map(arg, get(input));
     for (Operation &inner : generic.getBody()->without_terminator())
       cloneVectorized(inner, mapping);
-    return mapping.lookup(generic.getBody()->getTerminator()->getOperand(0));
+    // The body may yield a constant from outside it.
+    return vectorized(generic.getBody()->getTerminator()->getOperand(0),
+                      mapping);
   }
   for (Value operand : op->getOperands())
     mapping.map(operand, get(operand));
   return cloneVectorized(*op, mapping)->getResult(0);
 }
 
+/// The vector `scalar` maps to: what `mapping` holds, or for a constant
+/// from outside the body, the constant in every lane.
+Value UnitVectorEvaluator::vectorized(Value scalar, IRMapping &mapping) {
+  if (!mapping.contains(scalar)) {
+    Attribute constant;
+    matchPattern(scalar, m_Constant(&constant));
+    mapping.map(scalar, splat(constant, scalar.getType()));
+  }
+  return mapping.lookup(scalar);
+}
+
 /// Clones a scalar or tensor elementwise op onto vectors.
 Operation *UnitVectorEvaluator::cloneVectorized(Operation &op,
                                                 IRMapping &mapping) {
   for (Value operand : op.getOperands())
-    if (!mapping.contains(operand)) {
-      Attribute scalar;
-      matchPattern(operand, m_Constant(&scalar));
-      mapping.map(operand, splat(scalar, operand.getType()));
-    }
+    vectorized(operand, mapping);
   if (matchPattern(&op, m_Constant())) {
     Attribute scalar;
     matchPattern(op.getResult(0), m_Constant(&scalar));

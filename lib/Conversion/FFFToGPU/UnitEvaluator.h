@@ -48,6 +48,7 @@ private:
   mlir::Value compute(mlir::Value tensor);
   mlir::Operation *cloneVectorized(mlir::Operation &op,
                                    mlir::IRMapping &mapping);
+  mlir::Value vectorized(mlir::Value scalar, mlir::IRMapping &mapping);
 
   mlir::ImplicitLocOpBuilder &b;
   FusionOp unit;

@@ -303,13 +303,18 @@ struct NormRows {
     Block *body = prologue.getBody();
     IRMapping values;
     values.map(body->getArguments().take_front(operands.size()), operands);
+    // A scalar from outside the body (a captured constant) is the same in
+    // every lane.
+    auto valueOf = [&](Value value) {
+      if (!values.contains(value))
+        values.map(value, lanes ? vector::BroadcastOp::create(
+                                      b, lanesOf(value.getType()), value)
+                                : value);
+      return values.lookup(value);
+    };
     for (Operation &op : body->without_terminator()) {
       for (Value operand : op.getOperands())
-        if (!values.contains(operand))
-          values.map(operand, lanes
-                                  ? vector::BroadcastOp::create(
-                                        b, lanesOf(operand.getType()), operand)
-                                  : operand);
+        valueOf(operand);
       Operation *copy = b.clone(op, values);
       if (lanes && isa<arith::ConstantOp>(op)) {
         values.map(op.getResult(0), vector::BroadcastOp::create(
@@ -321,7 +326,8 @@ struct NormRows {
         result.setType(lanesOf(result.getType()));
       values.map(op.getResults(), copy->getResults());
     }
-    return values.lookup(body->getTerminator()->getOperand(0));
+    // The body may yield a value from outside it.
+    return valueOf(body->getTerminator()->getOperand(0));
   }
 
   /// Erases the prologue, which the norm now computes itself.
