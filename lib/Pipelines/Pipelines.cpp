@@ -144,8 +144,9 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createControlFlowFromSCF());
   pm.addPass(createLowerRuntimeChecks());
-  // The norms' vector code: masks and reductions need the vector dialect's
-  // own lowering patterns, which the generic conversion does not run.
+  // The norms' and tree layers' vector code: masks and reductions need the
+  // vector dialect's own lowering patterns, which the generic conversion
+  // does not run.
   pm.addPass(createConvertVectorToLLVMPass());
   // Large buffers (results, above all) on huge pages: one page fault per 2
   // MiB instead of per 4 KiB.

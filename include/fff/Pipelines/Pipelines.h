@@ -60,10 +60,10 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads the norms' rows and tree layers' tokens are "
-                     "split across: 0 takes all "
-                     "the cores of the machine that runs the code (MLIR's "
-                     "async runtime, libmlir_async_runtime.so, must then be "
-                     "loaded); 1 runs them in the calling thread"),
+                     "split across: 0 takes all the cores of the machine "
+                     "that runs the code (MLIR's async runtime, "
+                     "libmlir_async_runtime.so, must then be loaded); 1 runs "
+                     "them in the calling thread"),
       llvm::cl::init(0)};
   Option<bool> outParams{
       *this, "out-params",
