@@ -56,13 +56,9 @@ public:
   /// A fresh buffer shaped like `type`, whose dynamic extents are those of
   /// `like` (a buffer of the same rank).
   Value alloc(RankedTensorType type, Value like) {
-    SmallVector<Value> dynamicSizes;
-    for (auto [dim, extent] : llvm::enumerate(type.getShape()))
-      if (ShapedType::isDynamic(extent))
-        dynamicSizes.push_back(memref::DimOp::create(b, like, dim));
-    return memref::AllocOp::create(
-        b, MemRefType::get(type.getShape(), type.getElementType()),
-        dynamicSizes);
+    return VectorEmitter::alloc(type, type.getElementType(), [&](int64_t dim) {
+      return memref::DimOp::create(b, like, dim).getResult();
+    });
   }
 
   /// `buffer` viewed as [rows, n]: its first `leadingRank` dims and the rest
@@ -111,39 +107,15 @@ public:
   /// The sum over row `row` of the norm's input of term(x), one f32.
   Value reduceRow(RowLoader x, Value row, Value n,
                   function_ref<Value(Value)> term) {
-    int64_t step = strategy.stepElements();
-    Value stepEnd = roundDown(n, step);
-    SmallVector<Value> zeroAccumulators(strategy.accumulators, zeros());
-    auto unrolled = scf::ForOp::create(
-        b, index(0), stepEnd, index(step), zeroAccumulators,
-        [&](OpBuilder &nested, Location, Value j, ValueRange partial) {
-          BuildInside inside(b, nested);
-          SmallVector<Value> next;
-          for (auto [i, acc] : llvm::enumerate(partial)) {
-            Value column =
-                arith::AddIOp::create(b, j, index(int64_t(i) * lanes));
-            Value chunk = x(row, column, Value());
-            next.push_back(arith::AddFOp::create(b, acc, term(chunk)));
-          }
-          scf::YieldOp::create(b, next);
-        });
-    Value total = unrolled.getResult(0);
-    for (Value partial : unrolled.getResults().drop_front())
-      total = arith::AddFOp::create(b, total, partial);
-    // The rest of the row, a vector (the last one masked) at a time.
-    auto rest = scf::ForOp::create(
-        b, stepEnd, n, index(lanes), ValueRange{total},
-        [&](OpBuilder &nested, Location, Value j, ValueRange acc) {
-          BuildInside inside(b, nested);
-          Value mask = tailMask(n, j);
-          Value contribution =
-              arith::SelectOp::create(b, mask, term(x(row, j, mask)), zeros());
-          scf::YieldOp::create(
-              b, ValueRange{arith::AddFOp::create(b, acc[0], contribution)});
-        });
-    return vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                       rest.getResult(0), Value(),
-                                       arith::FastMathFlags::reassoc);
+    return reduce(n, strategy.accumulators,
+                  [&](Value j, Value partial, Value mask) -> Value {
+                    Value contribution = term(x(row, j, mask));
+                    // term(0) need not be 0: masked-off lanes add nothing.
+                    if (mask)
+                      contribution = arith::SelectOp::create(
+                          b, mask, contribution, zeros());
+                    return arith::AddFOp::create(b, partial, contribution);
+                  });
   }
 
   /// y[row, :] = compute(x[row, :], column, mask), a vector at a time; the
@@ -151,23 +123,11 @@ public:
   void
   writeRow(RowLoader x, Value y, Value row, Value n,
            function_ref<Value(Value x, Value column, Value mask)> compute) {
-    Value fullEnd = roundDown(n, lanes);
-    scf::ForOp::create(
-        b, index(0), fullEnd, index(lanes), ValueRange{},
-        [&](OpBuilder &nested, Location, Value j, ValueRange) {
-          BuildInside inside(b, nested);
-          Value value = x(row, j, Value());
-          store(compute(value, j, Value()), y, {row, j}, Value());
-          scf::YieldOp::create(b);
-        });
-    scf::ForOp::create(b, fullEnd, n, index(lanes), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         BuildInside inside(b, nested);
-                         Value mask = tailMask(n, j);
-                         Value value = x(row, j, mask);
-                         store(compute(value, j, mask), y, {row, j}, mask);
-                         scf::YieldOp::create(b);
-                       });
+    auto vector = [&](Value j, Value mask) {
+      store(compute(x(row, j, mask), j, mask), y, {row, j}, mask);
+    };
+    forEachStep(
+        n, lanes, [&](Value j) { vector(j, Value()); }, vector);
   }
 
   /// rsqrt(sum / n + epsilon).
@@ -336,14 +296,6 @@ struct NormRows {
       rewriter.eraseOp(prologue);
   }
 
-  /// The result tensor of the buffer `buffer` of `resultType`.
-  static Value asTensor(ImplicitLocOpBuilder &b, Value buffer,
-                        Type resultType) {
-    return bufferization::ToTensorOp::create(b, resultType, buffer,
-                                             /*restrict=*/true,
-                                             /*writable=*/true);
-  }
-
   ImplicitLocOpBuilder &b;
   RankedTensorType type;
   int64_t leadingRank;
@@ -437,12 +389,10 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
     });
 
     SmallVector<Value> results{
-        NormRows::asTensor(b, norm.resultBuffer, op.getOutput().getType())};
+        emit.toTensor(norm.resultBuffer, op.getOutput().getType())};
     if (op.getReturnStats()) {
-      results.push_back(
-          NormRows::asTensor(b, meanBuffer, op.getMean().getType()));
-      results.push_back(
-          NormRows::asTensor(b, rstdBuffer, op.getRstd().getType()));
+      results.push_back(emit.toTensor(meanBuffer, op.getMean().getType()));
+      results.push_back(emit.toTensor(rstdBuffer, op.getRstd().getType()));
     }
     rewriter.replaceOp(op, results);
     norm.erasePrologue(rewriter);
@@ -478,7 +428,7 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
           });
     });
     rewriter.replaceOp(
-        op, NormRows::asTensor(b, norm.resultBuffer, op.getOutput().getType()));
+        op, emit.toTensor(norm.resultBuffer, op.getOutput().getType()));
     norm.erasePrologue(rewriter);
     return success();
   }

@@ -62,63 +62,27 @@ public:
       : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
 
   /// The sum over i in [0, n) of x[xAt..., i] * w[wAt..., i], one f32.
+  /// Masked lanes load zeros, whose products add nothing.
   Value dot(Value x, ValueRange xAt, Value w, ValueRange wAt, Value n) {
-    int64_t step = strategy.stepElements();
-    Value stepEnd = roundDown(n, step);
-    SmallVector<Value> zeroAccumulators(strategy.accumulators, zeros());
-    auto unrolled = scf::ForOp::create(
-        b, index(0), stepEnd, index(step), zeroAccumulators,
-        [&](OpBuilder &nested, Location, Value i, ValueRange partial) {
-          BuildInside inside(b, nested);
-          SmallVector<Value> next;
-          for (auto [k, acc] : llvm::enumerate(partial)) {
-            Value column =
-                arith::AddIOp::create(b, i, index(int64_t(k) * lanes));
-            next.push_back(math::FmaOp::create(b, load(x, at(xAt, column), {}),
-                                               load(w, at(wAt, column), {}),
-                                               acc));
-          }
-          scf::YieldOp::create(b, next);
-        });
-    Value total = unrolled.getResult(0);
-    for (Value partial : unrolled.getResults().drop_front())
-      total = arith::AddFOp::create(b, total, partial);
-    // The rest of the row, a vector (the last one masked) at a time; masked
-    // lanes load zeros, whose products add nothing.
-    auto rest = scf::ForOp::create(
-        b, stepEnd, n, index(lanes), ValueRange{total},
-        [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
-          BuildInside inside(b, nested);
-          Value mask = tailMask(n, i);
-          scf::YieldOp::create(b, ValueRange{math::FmaOp::create(
-                                      b, load(x, at(xAt, i), mask),
-                                      load(w, at(wAt, i), mask), acc[0])});
-        });
-    return vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                       rest.getResult(0), Value(),
-                                       arith::FastMathFlags::reassoc);
+    return reduce(n, strategy.accumulators,
+                  [&](Value i, Value partial, Value mask) -> Value {
+                    return math::FmaOp::create(b, load(x, at(xAt, i), mask),
+                                               load(w, at(wAt, i), mask),
+                                               partial);
+                  });
   }
 
   /// `body(j, mask)` for each vector [j, j + lanes) of [0, n): the full ones
   /// without a mask, `accumulators` of them a step (independent updates the
   /// core can overlap), then the rest, the last one ragged and masked.
   void forEachVector(Value n, function_ref<void(Value j, Value mask)> body) {
-    int64_t step = strategy.stepElements();
-    Value stepEnd = roundDown(n, step);
-    scf::ForOp::create(b, index(0), stepEnd, index(step), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         BuildInside inside(b, nested);
-                         for (int64_t k = 0; k < strategy.accumulators; ++k)
-                           body(arith::AddIOp::create(b, j, index(k * lanes)),
-                                Value());
-                         scf::YieldOp::create(b);
-                       });
-    scf::ForOp::create(b, stepEnd, n, index(lanes), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         BuildInside inside(b, nested);
-                         body(j, tailMask(n, j));
-                         scf::YieldOp::create(b);
-                       });
+    forEachStep(
+        n, strategy.stepElements(),
+        [&](Value j) {
+          for (int64_t k = 0; k < strategy.accumulators; ++k)
+            body(arith::AddIOp::create(b, j, index(k * lanes)), Value());
+        },
+        body);
   }
 
   /// Rows of a weight buffer to add, scaled, into a token's sums: for each
@@ -158,20 +122,10 @@ public:
       for (auto [column, total] : llvm::zip(columns, totals))
         store(total, y, {row, column}, mask);
     };
-    int64_t step = strategy.stepElements();
-    Value stepEnd = roundDown(n, step);
-    scf::ForOp::create(b, index(0), stepEnd, index(step), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         BuildInside inside(b, nested);
-                         block(j, strategy.accumulators, Value());
-                         scf::YieldOp::create(b);
-                       });
-    scf::ForOp::create(b, stepEnd, n, index(lanes), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         BuildInside inside(b, nested);
-                         block(j, 1, tailMask(n, j));
-                         scf::YieldOp::create(b);
-                       });
+    forEachStep(
+        n, strategy.stepElements(),
+        [&](Value j) { block(j, strategy.accumulators, Value()); },
+        [&](Value j, Value mask) { block(j, 1, mask); });
   }
 
   /// dst[dstAt..., j] = src[srcAt..., j] (0 without a `src`) for j in [0,
@@ -260,25 +214,15 @@ public:
     });
   }
 
-  /// A fresh buffer of `type`'s shape with element type `elementType`, whose
-  /// dynamic extents are `sizes` (one per dim).
-  Value alloc(ShapedType type, Type elementType, ValueRange sizes) {
-    SmallVector<Value> dynamicSizes;
-    for (auto [extent, size] : llvm::zip(type.getShape(), sizes))
-      if (ShapedType::isDynamic(extent))
-        dynamicSizes.push_back(size);
-    return memref::AllocOp::create(
-        b, MemRefType::get(type.getShape(), elementType), dynamicSizes);
-  }
-
   /// The f32 sums of a tree layer's tokens, [rows, out], and its result:
   /// the sums themselves in f32, else a buffer they are narrowed into.
   std::pair<Value, Value> allocSums(RankedTensorType resultType, Value rows,
                                     Value out) {
-    Value sums = alloc(resultType, b.getF32Type(), {rows, out});
+    auto extent = [&](int64_t dim) { return dim == 0 ? rows : out; };
+    Value sums = alloc(resultType, b.getF32Type(), extent);
     if (resultType.getElementType().isF32())
       return {sums, sums};
-    return {sums, alloc(resultType, resultType.getElementType(), {rows, out})};
+    return {sums, alloc(resultType, resultType.getElementType(), extent)};
   }
 
   /// A fresh index buffer of `rows` entries.
@@ -304,13 +248,6 @@ public:
 /// The bytes of one element of `value`'s shaped type.
 int64_t elementBytes(Value value) {
   return cast<ShapedType>(value.getType()).getElementTypeBitWidth() / 8;
-}
-
-/// The result tensor of `buffer`.
-Value asTensor(ImplicitLocOpBuilder &b, Value buffer, Type resultType) {
-  return bufferization::ToTensorOp::create(b, resultType, buffer,
-                                           /*restrict=*/true,
-                                           /*writable=*/true);
 }
 
 /// The options both tree patterns are built with.
@@ -465,7 +402,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         finishRow(row);
       });
     });
-    rewriter.replaceOp(op, asTensor(b, result, resultType));
+    rewriter.replaceOp(op, emit.toTensor(result, resultType));
     return success();
   }
 };
@@ -608,26 +545,14 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
         }
         emit.addScaledRows(sums, row, w2, out, unitRows);
       };
-      int64_t step = strategy.stepElements();
-      Value stepEnd = emit.roundDown(hiddenWidth, step);
-      scf::ForOp::create(b, emit.index(0), stepEnd, emit.index(step),
-                         ValueRange{},
-                         [&](OpBuilder &nested, Location, Value h, ValueRange) {
-                           BuildInside inside(b, nested);
-                           hiddenBlock(h, strategy.accumulators, Value());
-                           scf::YieldOp::create(b);
-                         });
-      scf::ForOp::create(b, stepEnd, hiddenWidth, emit.index(lanes),
-                         ValueRange{},
-                         [&](OpBuilder &nested, Location, Value h, ValueRange) {
-                           BuildInside inside(b, nested);
-                           hiddenBlock(h, 1, emit.tailMask(hiddenWidth, h));
-                           scf::YieldOp::create(b);
-                         });
+      emit.forEachStep(
+          hiddenWidth, strategy.stepElements(),
+          [&](Value h) { hiddenBlock(h, strategy.accumulators, Value()); },
+          [&](Value h, Value mask) { hiddenBlock(h, 1, mask); });
       if (result != sums)
         emit.copy(result, row, sums, row, out);
     });
-    rewriter.replaceOp(op, asTensor(b, result, resultType));
+    rewriter.replaceOp(op, emit.toTensor(result, resultType));
     return success();
   }
 };

@@ -107,6 +107,33 @@ public:
 
   int64_t getLanes() const { return lanes; }
 
+  /// The sum over [0, n) that `accumulate(j, partial, mask)` builds up by
+  /// folding in the vector at j (masked-off lanes must add nothing): over
+  /// whole steps into `accumulators` independent partial sums, each add
+  /// waiting only on the one that many vectors back; then, after the
+  /// partial sums meet, a vector at a time, each under its tail mask.
+  /// Returns the f32 total of the lanes.
+  mlir::Value
+  reduce(mlir::Value n, int64_t accumulators,
+         llvm::function_ref<mlir::Value(mlir::Value j, mlir::Value partial,
+                                        mlir::Value mask)>
+             accumulate);
+
+  /// `whole(j)` for each whole step [j, j + step) of [0, n), then
+  /// `rest(j, mask)` for each vector of what is left, under its tail mask.
+  void
+  forEachStep(mlir::Value n, int64_t step,
+              llvm::function_ref<void(mlir::Value j)> whole,
+              llvm::function_ref<void(mlir::Value j, mlir::Value mask)> rest);
+
+  /// A fresh buffer of `type`'s shape with element type `elementType`,
+  /// whose dynamic extents `extent(dim)` gives.
+  mlir::Value alloc(mlir::ShapedType type, mlir::Type elementType,
+                    llvm::function_ref<mlir::Value(int64_t dim)> extent);
+
+  /// `buffer` as the result tensor of `type` it holds.
+  mlir::Value toTensor(mlir::Value buffer, mlir::Type type);
+
 protected:
   mlir::ImplicitLocOpBuilder &b;
   int64_t lanes;
