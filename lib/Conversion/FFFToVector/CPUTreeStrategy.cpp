@@ -2,7 +2,6 @@
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 
-#include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "mlir/IR/Builders.h"
 
 #include <algorithm>
@@ -27,14 +26,8 @@ static fff::CPUTreeStrategy baseStrategy(std::optional<int64_t> inWidth,
                                          int64_t vectorBits,
                                          int64_t cacheBytes) {
   fff::CPUTreeStrategy strategy;
-  strategy.vectorBits = vectorBits > 0 ? vectorBits : fff::hostVectorBits();
-  strategy.lanes = strategy.vectorBits / 32;
-  // As for the norms: four partial sums hide the latency of the FMAs.
-  constexpr int64_t kLatencyHidingAccumulators = 4;
-  strategy.accumulators = kLatencyHidingAccumulators;
-  if (inWidth)
-    strategy.accumulators = std::clamp<int64_t>(*inWidth / strategy.lanes, 1,
-                                                kLatencyHidingAccumulators);
+  static_cast<fff::CPUVectorShape &>(strategy) =
+      fff::selectCPUVectorShape(inWidth, vectorBits);
   strategy.cacheBytes = cacheBytes > 0 ? cacheBytes : fff::hostCacheBytes();
   strategy.minParallelWork = fff::kMinParallelTreeWork;
   strategy.sortLevel = 0;
@@ -72,12 +65,12 @@ fff::CPUTreeStrategy fff::selectCPULeafStrategy(int64_t depth,
 
 DictionaryAttr fff::CPUTreeStrategy::toAttr(MLIRContext *context) const {
   Builder b(context);
-  return b.getDictionaryAttr({
-      b.getNamedAttr("vector_bits", b.getI64IntegerAttr(vectorBits)),
-      b.getNamedAttr("lanes", b.getI64IntegerAttr(lanes)),
-      b.getNamedAttr("accumulators", b.getI64IntegerAttr(accumulators)),
-      b.getNamedAttr("sort_level", b.getI64IntegerAttr(sortLevel)),
-      b.getNamedAttr("cache_bytes", b.getI64IntegerAttr(cacheBytes)),
-      b.getNamedAttr("min_parallel_work", b.getI64IntegerAttr(minParallelWork)),
-  });
+  SmallVector<NamedAttribute> attrs;
+  appendAttrs(b, attrs);
+  attrs.push_back(b.getNamedAttr("sort_level", b.getI64IntegerAttr(sortLevel)));
+  attrs.push_back(
+      b.getNamedAttr("cache_bytes", b.getI64IntegerAttr(cacheBytes)));
+  attrs.push_back(b.getNamedAttr("min_parallel_work",
+                                 b.getI64IntegerAttr(minParallelWork)));
+  return b.getDictionaryAttr(attrs);
 }

@@ -21,7 +21,6 @@
 #include "fff/Conversion/Passes.h"
 
 #include "VectorEmitter.h"
-#include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"

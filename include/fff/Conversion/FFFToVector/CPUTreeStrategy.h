@@ -23,6 +23,7 @@
 #ifndef FFF_CONVERSION_FFFTOVECTOR_CPUTREESTRATEGY_H
 #define FFF_CONVERSION_FFFTOVECTOR_CPUTREESTRATEGY_H
 
+#include "fff/Conversion/FFFToVector/CPUVectorShape.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cstdint>
@@ -38,15 +39,11 @@ namespace fff {
 /// thread and 0.34-0.59 ms in two at 128 tokens.
 constexpr int64_t kMinParallelTreeWork = int64_t(1) << 23;
 
-struct CPUTreeStrategy {
-  /// Bits of one vector register the loops fill (512, 256 or 128).
-  int64_t vectorBits;
-  /// f32 lanes per vector.
-  int64_t lanes;
-  /// Independent partial sums of each dot product; leaf_tree_ffn computes
-  /// this many vectors of hidden units together (or, for fewer units, this
-  /// many partial sums of each).
-  int64_t accumulators;
+/// `accumulators` also sets how many vectors of hidden units leaf_tree_ffn
+/// computes together (or, for fewer units, how many partial sums of each),
+/// and how many output vectors stay in registers while weight rows are
+/// added into them.
+struct CPUTreeStrategy : CPUVectorShape {
   /// The level at which tokens are regrouped by the node they reached (for
   /// leaf_tree_ffn: the leaf's ancestor at that level); 0: never.
   int64_t sortLevel;
@@ -56,9 +53,6 @@ struct CPUTreeStrategy {
   /// The fewest multiply-adds a token loop must do to be split across
   /// threads.
   int64_t minParallelWork;
-
-  /// Elements one step of a dot product covers.
-  int64_t stepElements() const { return lanes * accumulators; }
 
   /// The strategy as an attribute, for `fff.strategy` on the token loops.
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;

@@ -1,0 +1,54 @@
+//===- CPUVectorShape.h - the vectors CPU loops fill ------------*- C++ -*-===//
+//
+// What every CPU vector lowering decides first, in one place: how wide its
+// vectors are (from the target's registers: AVX-512, AVX2 or SSE) and how
+// many independent partial sums its reductions keep. The norm and tree
+// strategies build on it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_CONVERSION_FFFTOVECTOR_CPUVECTORSHAPE_H
+#define FFF_CONVERSION_FFFTOVECTOR_CPUVECTORSHAPE_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace fff {
+
+struct CPUVectorShape {
+  /// Bits of one vector register the loops fill (512, 256 or 128).
+  int64_t vectorBits;
+  /// f32 lanes per vector: all arithmetic is in f32, 16-bit elements are
+  /// widened as they are loaded.
+  int64_t lanes;
+  /// Independent partial sums per reduction; each vector add waits only for
+  /// the one `accumulators` steps back.
+  int64_t accumulators;
+
+  /// Elements one step of a reduction loop covers.
+  int64_t stepElements() const { return lanes * accumulators; }
+
+  /// The shape's entries of a `fff.strategy` attribute.
+  void appendAttrs(mlir::Builder &b,
+                   llvm::SmallVectorImpl<mlir::NamedAttribute> &attrs) const;
+};
+
+/// The widest vector registers this machine's CPU has: 512 with AVX-512F,
+/// 256 with AVX2, else 128.
+int64_t hostVectorBits();
+
+/// Fails with a one-line error on `op` unless `vectorBits` is 0 (this
+/// host's), 128, 256 or 512.
+mlir::LogicalResult checkVectorBits(mlir::Operation *op, int64_t vectorBits);
+
+/// The shape for reductions over rows of `rowSize` elements (nullopt when
+/// dynamic) on vector registers of `vectorBits` (0: this host's).
+CPUVectorShape selectCPUVectorShape(std::optional<int64_t> rowSize,
+                                    int64_t vectorBits);
+
+} // namespace fff
+
+#endif // FFF_CONVERSION_FFFTOVECTOR_CPUVECTORSHAPE_H
