@@ -128,8 +128,9 @@ class Checker:
         print(f"all {self.count} checks passed")
 
 
-# Activations in float64, written from their definitions.
-_erf = np.vectorize(math.erf)
+# Activations in float64, written from their definitions (on empty arrays
+# too).
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 ACTIVATIONS = {
     "gelu": lambda v: 0.5 * v * (1.0 + _erf(v / math.sqrt(2.0))),
@@ -165,3 +166,52 @@ def leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation):
         leaf = node - (2 ** depth - 1)
         y[row] = act(x[row] @ w1[leaf] + b1[leaf]) @ w2[leaf] + b2[leaf]
     return y
+
+
+# The same layers vectorised over rows, level by level, returning what each
+# row decided on its way as well.
+def tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation):
+    """tree_ffn (b_in, b_out may be None): y, the visited nodes
+    [rows, trees, depth + 1] and the logits along the path, same shape."""
+    act = ACTIVATIONS[activation]
+    rows, trees = x.shape[0], w_in.shape[0]
+    y = np.zeros((rows, w_out.shape[2]))
+    route = np.zeros((rows, trees, depth + 1), dtype=np.int64)
+    logits = np.zeros((rows, trees, depth + 1))
+    for k in range(trees):
+        node = np.zeros(rows, dtype=np.int64)
+        for level in range(depth + 1):
+            logit = np.einsum("bi,bi->b", x, w_in[k, node])
+            if b_in is not None:
+                logit = logit + b_in[k, node]
+            y += act(logit)[:, None] * w_out[k, node]
+            route[:, k, level] = node
+            logits[:, k, level] = logit
+            node = 2 * node + 1 + (logit > 0)
+    if b_out is not None:
+        y = y + b_out
+    return y, route, logits
+
+
+def leaf_tree_ffn_paths(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    """leaf_tree_ffn: y, each row's leaf, and its routing scores
+    [rows, depth]."""
+    rows = x.shape[0]
+    node = np.zeros(rows, dtype=np.int64)
+    scores = np.zeros((rows, depth))
+    for level in range(depth):
+        score = np.einsum("bi,bi->b", x, node_w[node]) + node_b[node]
+        scores[:, level] = score
+        node = 2 * node + 1 + (score >= 0)
+    leaf = node - (2**depth - 1)
+    hidden = ACTIVATIONS[activation](np.einsum("bi,biw->bw", x, w1[leaf]) + b1[leaf])
+    return np.einsum("bw,bwo->bo", hidden, w2[leaf]) + b2[leaf], leaf, scores
+
+
+def stable_rows(x, weights, decisions):
+    """Rows none of whose routing decisions ([rows, ...]) is within f32
+    rounding of zero, where an f32 kernel and a float64 reference could
+    legitimately branch apart."""
+    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(weights).max() * np.sqrt(x.shape[1])
+    per_row = decisions.reshape(len(x), int(np.prod(decisions.shape[1:])))
+    return np.all(np.abs(per_row) > margin[:, None], axis=1)

@@ -14,26 +14,12 @@ import sys
 
 import numpy as np
 
-from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+from fffcheck import TOLERANCE, Checker, dequantize, leaf_tree_ffn_paths, quantize, run, stable_rows, tensor_type
 
 rng = np.random.default_rng(8)
 check = Checker()
 TWIN = next((a.split("=")[1] for a in sys.argv[1:] if a.startswith("--gpu-twin=")), None)
 LOWERING = [f"--convert-fff-to-gpu=cpu-twin tree-variant={TWIN}"] if TWIN else []
-
-
-def leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    """Routes all rows at once, then gathers each row's leaf MLP."""
-    rows = x.shape[0]
-    node = np.zeros(rows, dtype=np.int64)
-    scores = np.zeros((rows, depth))
-    for level in range(depth):
-        score = np.einsum("bi,bi->b", x, node_w[node]) + node_b[node]
-        scores[:, level] = score
-        node = 2 * node + 1 + (score >= 0)
-    leaf = node - (2**depth - 1)
-    hidden = ACTIVATIONS[activation](np.einsum("bi,biw->bw", x, w1[leaf]) + b1[leaf])
-    return np.einsum("bw,bwo->bo", hidden, w2[leaf]) + b2[leaf], leaf, scores
 
 
 def mlir_for(name, dtype, rows, din, width, dout, depth, activation, dynamic):
@@ -64,9 +50,8 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
 
     (y,) = run(mlir_for("f", dtype, rows, din, width, dout, depth, activation, dynamic),
                "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1, lowering=LOWERING)
-    ref, leaf, scores = leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation)
-    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(nw).max() * np.sqrt(din)
-    keep = np.all(np.abs(scores) > margin[:, None], axis=1)
+    ref, leaf, scores = leaf_tree_ffn_paths(x, nw, nb, w1, b1, w2, b2, depth, activation)
+    keep = stable_rows(x, nw, scores)
     name = f"{dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
     check.close(f"leaf_tree_ffn {name} ({keep.sum()}/{rows} rows)", dequantize(y, dtype)[keep], ref[keep], TOLERANCE[dtype])
 

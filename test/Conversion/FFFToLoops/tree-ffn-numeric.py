@@ -18,43 +18,12 @@ import sys
 
 import numpy as np
 
-from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+from fffcheck import TOLERANCE, Checker, dequantize, quantize, run, stable_rows, tensor_type, tree_ffn_paths
 
 rng = np.random.default_rng(11)
 check = Checker()
 TWIN = next((a.split("=")[1] for a in sys.argv[1:] if a.startswith("--gpu-twin=")), None)
 LOWERING = [f"--convert-fff-to-gpu=cpu-twin tree-variant={TWIN}"] if TWIN else []
-
-
-def tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation):
-    """Walks all rows level by level (vectorised over rows, unlike the
-    row-by-row lowering). Returns y, the visited nodes [B, K, depth+1] and the
-    logits along the path."""
-    rows, trees = x.shape[0], w_in.shape[0]
-    act = ACTIVATIONS[activation]
-    y = np.zeros((rows, w_out.shape[2]))
-    route = np.zeros((rows, trees, depth + 1), dtype=np.int64)
-    logits = np.zeros((rows, trees, depth + 1))
-    for k in range(trees):
-        node = np.zeros(rows, dtype=np.int64)
-        for level in range(depth + 1):
-            logit = np.einsum("bi,bi->b", x, w_in[k, node])
-            if b_in is not None:
-                logit = logit + b_in[k, node]
-            y += act(logit)[:, None] * w_out[k, node]
-            route[:, k, level] = node
-            logits[:, k, level] = logit
-            node = 2 * node + 1 + (logit > 0)
-    if b_out is not None:
-        y = y + b_out
-    return y, route, logits
-
-
-def stable_rows(x, w_in, logits):
-    """Rows none of whose routing logits is within rounding of zero: there the
-    f32 kernel and the float64 reference could legitimately branch apart."""
-    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(w_in).max() * np.sqrt(x.shape[1])
-    return np.all(np.abs(logits) > margin[:, None, None], axis=(1, 2))
 
 
 def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
@@ -83,7 +52,7 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
     mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
     (y,) = run(mlir, "f", args, 1, lowering=LOWERING)
 
-    ref, route, logits = tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation)
+    ref, route, logits = tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation)
     keep = stable_rows(x, w_in, logits)
     name = f"{dtype} B={rows} Din={din} Dout={dout} K={trees} depth={depth} {activation} biases={biases}"
     check.close(f"tree_ffn {name} ({keep.sum()}/{rows} rows)", dequantize(y, dtype)[keep], ref[keep], TOLERANCE[dtype])

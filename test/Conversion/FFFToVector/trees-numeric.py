@@ -12,7 +12,8 @@
 
 import numpy as np
 
-from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_paths, quantize, run, stable_rows, tensor_type,
+                      tree_ffn_paths)
 
 rng = np.random.default_rng(20261201)
 check = Checker()
@@ -24,50 +25,6 @@ GROUPINGS = {
     "host cache": [],
     "tiny cache": ["--convert-fff-trees-to-vector=cache-bytes=4096"],
 }
-
-
-def activation_of(name):
-    """The float64 activation, defined on empty arrays too."""
-    return lambda v: ACTIVATIONS[name](v) if v.size else v
-
-
-def tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation):
-    """All rows walk each tree level by level; returns y and every logit on
-    the rows' paths."""
-    act = activation_of(activation)
-    rows, trees = x.shape[0], w_in.shape[0]
-    y = np.tile(b_out, (rows, 1)) if b_out is not None else np.zeros((rows, w_out.shape[2]))
-    logits = np.zeros((rows, trees, depth + 1))
-    for tree in range(trees):
-        node = np.zeros(rows, dtype=np.int64)
-        for level in range(depth + 1):
-            logit = np.einsum("bi,bi->b", x, w_in[tree, node])
-            if b_in is not None:
-                logit = logit + b_in[tree, node]
-            y = y + act(logit)[:, None] * w_out[tree, node]
-            logits[:, tree, level] = logit
-            node = 2 * node + 1 + (logit > 0)
-    return y, logits.reshape(rows, trees * (depth + 1))
-
-
-def leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    rows = x.shape[0]
-    node = np.zeros(rows, dtype=np.int64)
-    scores = np.zeros((rows, depth))
-    for level in range(depth):
-        score = np.einsum("bi,bi->b", x, node_w[node]) + node_b[node]
-        scores[:, level] = score
-        node = 2 * node + 1 + (score >= 0)
-    leaf = node - (2**depth - 1)
-    hidden = activation_of(activation)(np.einsum("bi,biw->bw", x, w1[leaf]) + b1[leaf])
-    return np.einsum("bw,bwo->bo", hidden, w2[leaf]) + b2[leaf], scores
-
-
-def stable(x, weights, decisions):
-    """Rows none of whose routing decisions is within f32 rounding of zero,
-    where f32 and float64 may legitimately branch apart."""
-    margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(weights).max() * np.sqrt(max(x.shape[1], 1))
-    return np.all(np.abs(decisions) > margin[:, None], axis=1)
 
 
 def run_everywhere(name, mlir, args, dtype, reference, keep):
@@ -113,9 +70,9 @@ def tree_case(dtype, rows, din, dout, trees, depth, activation, biases):
         args = [x_arr, wi_arr, wo_arr]
         b_in = b_out = None
     mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
-    reference, logits = tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, activation)
+    reference, _, logits = tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation)
     name = f"tree_ffn {dtype} B={rows} Din={din} Dout={dout} K={trees} depth={depth} {activation}"
-    run_everywhere(name, mlir, args, dtype, reference, stable(x, w_in, logits))
+    run_everywhere(name, mlir, args, dtype, reference, stable_rows(x, w_in, logits))
 
 
 def leaf_case(dtype, rows, din, width, dout, depth, activation):
@@ -137,8 +94,8 @@ def leaf_case(dtype, rows, din, width, dout, depth, activation):
             f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
             f" : {', '.join(types)}\n  return %y : {yt}\n}}")
     args = [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr]
-    reference, scores = leaf_tree_ffn_ref(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
-    keep = stable(x, node_w, scores)
+    reference, _, scores = leaf_tree_ffn_paths(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    keep = stable_rows(x, node_w, scores)
     name = f"leaf_tree_ffn {dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
     run_everywhere(name, mlir, args, dtype, reference, keep)
 
