@@ -215,3 +215,38 @@ def stable_rows(x, weights, decisions):
     margin = 1e-4 * np.linalg.norm(x, axis=1) * np.abs(weights).max() * np.sqrt(x.shape[1])
     per_row = decisions.reshape(len(x), int(np.prod(decisions.shape[1:])))
     return np.all(np.abs(per_row) > margin[:, None], axis=1)
+
+
+# Functions of one tree layer, as the numeric tests run them.
+def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias, name="f"):
+    """@name(x, w_in[, b_in], w_out[, b_out]) -> tree_ffn; `dynamic` leaves
+    the batch dynamic."""
+    nodes = 2 ** (depth + 1) - 1
+    xt = tensor_type((None if dynamic else rows, din), dtype)
+    wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
+    bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
+    yt = tensor_type((None if dynamic else rows, dout), dtype)
+    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+    params = [f"%x: {xt}", f"%wi: {wit}"] + ([f"%bi: {bit}"] if in_bias else []) + [f"%wo: {wot}"]
+    params += [f"%bo: {bot}"] if out_bias else []
+    w_in = "%wi" + (f" bias(%bi : {bit})" if in_bias else "")
+    w_out = "%wo" + (f" bias(%bo : {bot})" if out_bias else "")
+    op = f"fff.tree_ffn %x, {w_in}, {w_out} {attrs} : {xt}, {wit}, {wot}"
+    return f"func.func @{name}({', '.join(params)}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
+
+
+def leaf_tree_ffn_function(name, dtype, rows, din, width, dout, depth, activation, dynamic):
+    """@name(x, node_w, node_b, w1, b1, w2, b2) -> leaf_tree_ffn."""
+    leaves = 2**depth
+    types = [tensor_type((None if dynamic else rows, din), dtype),
+             tensor_type((leaves - 1, din), dtype), tensor_type((leaves - 1,), dtype),
+             tensor_type((leaves, din, width), dtype), tensor_type((leaves, width), dtype),
+             tensor_type((leaves, width, dout), dtype), tensor_type((leaves, dout), dtype)]
+    yt = tensor_type((None if dynamic else rows, dout), dtype)
+    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
+    signature = ", ".join(f"%{n}: {t}" for n, t in zip(names, types))
+    operands = ", ".join(f"%{n}" for n in names)
+    return (f"func.func @{name}({signature}) -> {yt} {{\n"
+            f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}\n"
+            f"         : {', '.join(types)}\n"
+            f"  return %y : {yt}\n}}")

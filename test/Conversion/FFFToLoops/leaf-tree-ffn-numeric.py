@@ -14,28 +14,13 @@ import sys
 
 import numpy as np
 
-from fffcheck import TOLERANCE, Checker, dequantize, leaf_tree_ffn_paths, quantize, run, stable_rows, tensor_type
+from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_function, leaf_tree_ffn_paths, quantize, run,
+                      stable_rows)
 
 rng = np.random.default_rng(8)
 check = Checker()
 TWIN = next((a.split("=")[1] for a in sys.argv[1:] if a.startswith("--gpu-twin=")), None)
 LOWERING = [f"--convert-fff-to-gpu=cpu-twin tree-variant={TWIN}"] if TWIN else []
-
-
-def mlir_for(name, dtype, rows, din, width, dout, depth, activation, dynamic):
-    leaves = 2**depth
-    types = [tensor_type((None if dynamic else rows, din), dtype),
-             tensor_type((leaves - 1, din), dtype), tensor_type((leaves - 1,), dtype),
-             tensor_type((leaves, din, width), dtype), tensor_type((leaves, width), dtype),
-             tensor_type((leaves, width, dout), dtype), tensor_type((leaves, dout), dtype)]
-    yt = tensor_type((None if dynamic else rows, dout), dtype)
-    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
-    signature = ", ".join(f"%{n}: {t}" for n, t in zip(names, types))
-    operands = ", ".join(f"%{n}" for n in names)
-    return (f"func.func @{name}({signature}) -> {yt} {{\n"
-            f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}\n"
-            f"         : {', '.join(types)}\n"
-            f"  return %y : {yt}\n}}")
 
 
 def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
@@ -48,7 +33,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
     b2_arr, b2 = quantize(rng.standard_normal((leaves, dout)), dtype)
 
-    (y,) = run(mlir_for("f", dtype, rows, din, width, dout, depth, activation, dynamic),
+    (y,) = run(leaf_tree_ffn_function("f", dtype, rows, din, width, dout, depth, activation, dynamic),
                "f", [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr], 1, lowering=LOWERING)
     ref, leaf, scores = leaf_tree_ffn_paths(x, nw, nb, w1, b1, w2, b2, depth, activation)
     keep = stable_rows(x, nw, scores)
@@ -62,7 +47,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     probe_b1, _ = quantize(np.ones((leaves, 1)), dtype)
     probe_w2, _ = quantize(np.eye(leaves).reshape(leaves, 1, leaves), dtype)
     probe_b2, _ = quantize(np.zeros((leaves, leaves)), dtype)
-    (onehot,) = run(mlir_for("route", dtype, rows, din, 1, leaves, depth, "relu", dynamic),
+    (onehot,) = run(leaf_tree_ffn_function("route", dtype, rows, din, 1, leaves, depth, "relu", dynamic),
                     "route", [x_arr, nw_arr, nb_arr, probe_w1, probe_b1, probe_w2, probe_b2], 1,
                     lowering=LOWERING)
     onehot = dequantize(onehot, dtype)

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from fffcheck import TOLERANCE, Checker, dequantize, quantize, run, stable_rows, tensor_type, tree_ffn_paths
+from fffcheck import TOLERANCE, Checker, dequantize, quantize, run, stable_rows, tree_ffn_function, tree_ffn_paths
 
 rng = np.random.default_rng(11)
 check = Checker()
@@ -36,20 +36,8 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
     if not biases:
         b_in = b_out = None
 
-    xt = tensor_type((None if dynamic else rows, din), dtype)
-    wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
-    bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
-    yt = tensor_type((None if dynamic else rows, dout), dtype)
-    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
-    if biases:
-        signature = f"%x: {xt}, %wi: {wit}, %bi: {bit}, %wo: {wot}, %bo: {bot}"
-        op = f"fff.tree_ffn %x, %wi bias(%bi : {bit}), %wo bias(%bo : {bot}) {attrs} : {xt}, {wit}, {wot}"
-        args = [x_arr, w_in_arr, b_in_arr, w_out_arr, b_out_arr]
-    else:
-        signature = f"%x: {xt}, %wi: {wit}, %wo: {wot}"
-        op = f"fff.tree_ffn %x, %wi, %wo {attrs} : {xt}, {wit}, {wot}"
-        args = [x_arr, w_in_arr, w_out_arr]
-    mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
+    args = [x_arr, w_in_arr, b_in_arr, w_out_arr, b_out_arr] if biases else [x_arr, w_in_arr, w_out_arr]
+    mlir = tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, biases, biases)
     (y,) = run(mlir, "f", args, 1, lowering=LOWERING)
 
     ref, route, logits = tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation)
@@ -67,13 +55,8 @@ def case(dtype, rows, din, dout, trees, depth, activation, biases, dynamic):
     for k in range(trees):
         probe_out[k, np.arange(nodes), k * nodes + np.arange(nodes)] = 1.0
     probe_arr, _ = quantize(probe_out, dtype)
-    pt = tensor_type((trees, nodes, trees * nodes), dtype)
-    rt = tensor_type((None if dynamic else rows, trees * nodes), dtype)
-    bias = f" bias(%bi : {bit})" if biases else ""
-    probe_sig = f"%x: {xt}, %wi: {wit}" + (f", %bi: {bit}" if biases else "") + f", %wo: {pt}"
-    probe = (f"func.func @route({probe_sig}) -> {rt} {{\n"
-             f"  %y = fff.tree_ffn %x, %wi{bias}, %wo {{depth = {depth} : i64, activation = #fff.activation<identity>}} : {xt}, {wit}, {pt}\n"
-             f"  return %y : {rt}\n}}")
+    probe = tree_ffn_function(dtype, rows, din, trees * nodes, trees, depth, "identity", dynamic,
+                              in_bias=biases, out_bias=False, name="route")
     probe_args = [x_arr, w_in_arr] + ([b_in_arr] if biases else []) + [probe_arr]
     (visited,) = run(probe, "route", probe_args, 1, lowering=LOWERING)
     visited = dequantize(visited, dtype).reshape(rows, trees, nodes) != 0

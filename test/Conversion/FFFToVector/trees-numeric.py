@@ -12,8 +12,8 @@
 
 import numpy as np
 
-from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_paths, quantize, run, stable_rows, tensor_type,
-                      tree_ffn_paths)
+from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_function, leaf_tree_ffn_paths, quantize, run,
+                      stable_rows, tree_ffn_function, tree_ffn_paths)
 
 rng = np.random.default_rng(20261201)
 check = Checker()
@@ -56,20 +56,12 @@ def tree_case(dtype, rows, din, dout, trees, depth, activation, biases):
     wo_arr, w_out = quantize(rng.standard_normal((trees, nodes, dout)) / np.sqrt(depth + 1), dtype)
     bi_arr, b_in = quantize(rng.standard_normal((trees, nodes)) * 0.3, dtype)
     bo_arr, b_out = quantize(rng.standard_normal(dout), dtype)
-    xt, yt = tensor_type((None, din), dtype), tensor_type((None, dout), dtype)
-    wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
-    bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
-    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
     if biases:
-        signature = f"%x: {xt}, %wi: {wit}, %bi: {bit}, %wo: {wot}, %bo: {bot}"
-        op = f"fff.tree_ffn %x, %wi bias(%bi : {bit}), %wo bias(%bo : {bot}) {attrs} : {xt}, {wit}, {wot}"
         args = [x_arr, wi_arr, bi_arr, wo_arr, bo_arr]
     else:
-        signature = f"%x: {xt}, %wi: {wit}, %wo: {wot}"
-        op = f"fff.tree_ffn %x, %wi, %wo {attrs} : {xt}, {wit}, {wot}"
         args = [x_arr, wi_arr, wo_arr]
         b_in = b_out = None
-    mlir = f"func.func @f({signature}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
+    mlir = tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, True, biases, biases)
     reference, _, logits = tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation)
     name = f"tree_ffn {dtype} B={rows} Din={din} Dout={dout} K={trees} depth={depth} {activation}"
     run_everywhere(name, mlir, args, dtype, reference, stable_rows(x, w_in, logits))
@@ -84,15 +76,7 @@ def leaf_case(dtype, rows, din, width, dout, depth, activation):
     b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.1, dtype)
     w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
     b2_arr, b2 = quantize(rng.standard_normal((leaves, dout)) * 0.1, dtype)
-    types = [tensor_type(s, dtype) for s in ((None, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width),
-                                              (leaves, width), (leaves, width, dout), (leaves, dout))]
-    yt = tensor_type((None, dout), dtype)
-    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
-    signature = ", ".join(f"%{n}: {t}" for n, t in zip(names, types))
-    operands = ", ".join(f"%{n}" for n in names)
-    mlir = (f"func.func @f({signature}) -> {yt} {{\n"
-            f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
-            f" : {', '.join(types)}\n  return %y : {yt}\n}}")
+    mlir = leaf_tree_ffn_function("f", dtype, rows, din, width, dout, depth, activation, dynamic=True)
     args = [x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr, b2_arr]
     reference, _, scores = leaf_tree_ffn_paths(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     keep = stable_rows(x, node_w, scores)
