@@ -1,18 +1,26 @@
 # A fused unit whose elementwise prologue yields a constant from outside its
 # body (found by scripts/fff-fuzz.py, seed 20261130, mutant 1583): both
 # pipelines and the GPU twin used to crash looking the yielded value up
-# among the body's. The CPU result matches numpy, through the vector norms,
-# the scalar reference and the GPU kernel's CPU twin.
+# among the body's. The result matches numpy through the vector norms, the
+# scalar reference, the GPU kernel's CPU twin, and the GPU kernel itself on
+# fff's PTX emulator (an AOT library).
 #
 # REQUIRES: numpy
-# RUN: %python %s | FileCheck %s
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %emulator %fff_src_root/scripts/fff-aot.sh %t | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
 
+import os
 import subprocess
+import sys
 
 import numpy as np
 
+import emulated
 from fffcheck import FFF_OPT, TOLERANCE, Checker, run
+
+emulator, aot, work = sys.argv[1:]
+os.environ["FFF_CUDA_DRIVER"] = emulator
 
 MLIR = """
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -62,4 +70,9 @@ expected = np.full((7, 32), 2.5 / np.sqrt(2.5**2 + 1e-6))
 for flags in ([], ["--reference"], ["--gpu-twin"]):
     (y,) = run(MLIR, "f", [x], 1, extra_flags=flags)
     check.close(f"fff-run {' '.join(flags) or '(vector norms)'}", y, expected, TOLERANCE["f32"])
+
+device = emulated.Device(emulator)
+library = emulated.build(aot, work, "constant_prologue", [MLIR])
+(y,) = emulated.call(device, library, "f", [x], [((7, 32), np.float32)])
+check.close("the GPU kernel on the PTX emulator", y, expected, TOLERANCE["f32"])
 check.finish()
