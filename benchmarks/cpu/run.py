@@ -45,12 +45,12 @@ ROUNDS = 1 if options.quick else 3
 rng = np.random.default_rng(0)
 
 
-def fff_time(mlir, func, args, num_results, repeat):
+def fff_time(mlir, func, args, num_results, repeat, flags=()):
     """Median ms per call reported by fff-run --repeat (compilation excluded)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.mlir")
         open(path, "w").write(mlir)
-        command = [options.fff_run, path, "-e", func, "--repeat", str(repeat)]
+        command = [options.fff_run, path, "-e", func, "--repeat", str(repeat), *flags]
         for i, arg in enumerate(args):
             np.save(os.path.join(tmp, f"a{i}.npy"), arg)
             command += ["--arg", os.path.join(tmp, f"a{i}.npy")]
@@ -68,6 +68,16 @@ def median_ms(fn, repeat):
         fn()
         times.append((time.perf_counter() - start) * 1e3)
     return sorted(times)[len(times) // 2]
+
+
+def fff_timers(mlir, func, args, num_results, repeat, work):
+    """fff's rows: as fff-run runs it, its buffers (results included) from
+    fff's host buffer cache, so that each call reuses the pages the last one
+    faulted in; and with malloc's, fresh pages for a large result on every
+    call, as the baselines' allocators give them."""
+    return [("fff", lambda: fff_time(mlir, func, args, num_results, repeat), work),
+            ("fff, malloc'd buffers", lambda: fff_time(mlir, func, args, num_results, repeat,
+                                                       ["--no-buffer-cache"]), work)]
 
 
 def report(case, unit, timers):
@@ -140,7 +150,7 @@ for (rows, hidden), dtype in [(shape, dtype) for shape in NORM_SHAPES for dtype 
         baselines["rms_norm"] = [("torch eager", eager_rms), ("torch.compile", lambda: compiled_rms(tx, tg))]
     for op, func, args in (("layer_norm", "ln", [fx, fg, fb]), ("rms_norm", "rms", [fx, fg])):
         source = ln if op == "layer_norm" else rms
-        timers = [("fff", lambda: fff_time(source, func, args, 1, REPEAT), bytes_moved)]
+        timers = fff_timers(source, func, args, 1, REPEAT, bytes_moved)
         timers += [(name, lambda fn=fn: median_ms(fn, REPEAT), bytes_moved) for name, fn in baselines[op]]
         report(f"{op} {rows}x{hidden} {dtype}", "GB/s", timers)
 
@@ -184,9 +194,9 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096, 16384)):
 
     # Each implementation's rate is its own FLOP/s: the dense feedforward does
     # 4D / (depth+1) = 256x more arithmetic per token than the tree.
-    timers = [("fff", lambda: fff_time(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, repeat), tree_flops),
-              ("numpy dense FF", lambda: median_ms(np_dense, repeat), dense_flops),
-              ("numpy FFF (gathers)", lambda: median_ms(np_fff, repeat), tree_flops)]
+    timers = fff_timers(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, repeat, tree_flops)
+    timers += [("numpy dense FF", lambda: median_ms(np_dense, repeat), dense_flops),
+               ("numpy FFF (gathers)", lambda: median_ms(np_fff, repeat), tree_flops)]
     if torch is not None:
         tx, tw1, tw2 = map(torch.from_numpy, (x, w1, w2))
         timers.append(("torch dense FF (CPU)", lambda: median_ms(
@@ -216,9 +226,9 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096)):
     repeat = max(3, REPEAT if batch < 4096 else 3)
     dense_flops = 2 * batch * D * 4 * D * 2
     leaf_flops = 2 * batch * (LEAF_DEPTH * D + 2 * D * LEAF_WIDTH)
-    timers = [("fff", lambda: fff_time(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1,
-                                       repeat), leaf_flops),
-              ("numpy dense FF", lambda: median_ms(lambda: erf_gelu_np(x @ w1 + b1) @ w2 + b2, repeat), dense_flops)]
+    timers = fff_timers(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1, repeat,
+                        leaf_flops)
+    timers += [("numpy dense FF", lambda: median_ms(lambda: erf_gelu_np(x @ w1 + b1) @ w2 + b2, repeat), dense_flops)]
     if torch is not None:
         tx, tw1, tw2 = map(torch.from_numpy, (x, w1, w2))
         timers.append(("torch dense FF (CPU)", lambda: median_ms(

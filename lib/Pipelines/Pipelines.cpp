@@ -149,9 +149,13 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   // does not run.
   pm.addPass(createConvertVectorToLLVMPass());
   // Large buffers (results, above all) on huge pages: one page fault per 2
-  // MiB instead of per 4 KiB.
-  if (options.hugePages) {
-    pm.addPass(createHugePageAllocations());
+  // MiB instead of per 4 KiB; or from the host's buffer cache, whose pages
+  // a previous call already faulted in.
+  if (options.hugePages || options.bufferCache) {
+    if (options.hugePages)
+      pm.addPass(createHugePageAllocations());
+    else
+      pm.addPass(createRuntimeAllocations());
     FinalizeMemRefToLLVMConversionPassOptions memrefs;
     memrefs.useGenericFunctions = true;
     pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));

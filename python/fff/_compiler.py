@@ -41,13 +41,17 @@ def compile(ir, target="cpu", **pipeline_options):
     target="cpu": --fff-cpu-pipeline, JIT-compiled for this host; options
     `threads` (the norms' rows split across N threads; 0, the default, for
     all cores; results are the same for any N), `vector_bits`, `reference`,
-    `raise_` and `gpu_twin`. target="cuda": --fff-gpu-pipeline, kernels as
+    `raise_`, `gpu_twin` and `buffer_cache` (on by default: buffers come
+    from fff's host buffer cache, which keeps freed ones, results included,
+    for later calls; see set_buffer_cache_limit). target="cuda": --fff-gpu-pipeline, kernels as
     PTX for the CUDA driver (FFF_CUDA_DRIVER or libcuda.so.1) and host code
     JIT-compiled; options `chip`, `features`, `opt_level`, `tree_variant`,
     `tree_staging`.
     """
     if target not in _PIPELINES:
         raise FFFError(f"unknown target '{target}': expected 'cpu' or 'cuda'")
+    if target == "cpu":
+        pipeline_options.setdefault("buffer_cache", True)
     signatures = json.loads(_fff.describe(ir))
     engine = _fff.Engine(ir, _pipeline(_PIPELINES[target], pipeline_options), 3, _RUNNER_UTILS, _ASYNC_RUNTIME)
     # A GPU module loads its kernels as the engine starts; a missing driver
@@ -56,6 +60,15 @@ def compile(ir, target="cpu", **pipeline_options):
     if error:
         raise FFFError(error)
     return Executable(engine, signatures, target)
+
+
+def set_buffer_cache_limit(nbytes):
+    """Sets how many bytes of freed CPU buffers (results no longer used, and
+    compiled code's scratch) fff's host buffer cache keeps for later calls,
+    whose pages are then already mapped; 0 keeps none. Releases the oldest
+    beyond the limit and returns the previous one. The limit starts at the
+    environment's FFF_BUFFER_CACHE_BYTES, or 1 GiB."""
+    return _fff.set_buffer_cache_limit(nbytes)
 
 
 class Executable:

@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from ._fff import FFFError
+from ._fff import FFFError, free_host_buffer
 
 # An MLIR element type -> the numpy dtype of its storage. bf16 travels as
 # its raw bits (uint16) in numpy, and as torch.bfloat16 in torch.
@@ -17,9 +17,6 @@ NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": 
 # __cuda_array_interface__ typestr of each element type.
 CUDA_TYPESTRS = {"f32": "<f4", "f16": "<f2", "bf16": "<u2", "f64": "<f8",
                  "i8": "|i1", "i16": "<i2", "i32": "<i4", "i64": "<i8"}
-
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [ctypes.c_void_p]
 
 
 @functools.lru_cache(maxsize=None)
@@ -104,14 +101,17 @@ def host_argument(where, value, spec):
 
 
 class _Allocation:
-    """A buffer compiled code allocated with malloc, freed once no result
-    array uses it."""
+    """A buffer compiled code allocated (from fff's host buffer cache, or
+    with malloc), freed into the cache once no result array uses it."""
 
     def __init__(self, pointer):
         self.pointer = pointer
+        # Held here: a finalizer running as the interpreter exits may find
+        # the module's globals already cleared.
+        self.free = free_host_buffer
 
     def __del__(self):
-        _libc.free(self.pointer)
+        self.free(self.pointer)
 
 
 def host_result(descriptor, spec, inputs, owners, as_torch):

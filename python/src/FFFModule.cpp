@@ -9,6 +9,7 @@
 
 #include "fff-c/Compiler.h"
 #include "fff/Runtime/CudaRuntime.h"
+#include "fff/Runtime/Runtime.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/ExecutionEngine.h"
@@ -183,8 +184,13 @@ public:
         if (void *function = dlsym(async, name))
           registerSymbol(name, function);
     // The runtimes, for the compiled code: failed checks report to
-    // fff_runtime; GPU host code launches through the CUDA runtime.
+    // fff_runtime, whose buffer cache CPU code allocates from; GPU host code
+    // launches through the CUDA runtime.
     registerSymbol("fffReportCheckFailure", (void *)&fffReportCheckFailure);
+    registerSymbol("_mlir_memref_to_llvm_alloc", (void *)&fffHostAlloc);
+    registerSymbol("_mlir_memref_to_llvm_aligned_alloc",
+                   (void *)&fffHostAlignedAlloc);
+    registerSymbol("_mlir_memref_to_llvm_free", (void *)&fffHostFree);
     registerSymbol("mgpuModuleLoad", (void *)&mgpuModuleLoad);
     registerSymbol("mgpuModuleLoadJIT", (void *)&mgpuModuleLoadJIT);
     registerSymbol("mgpuModuleUnload", (void *)&mgpuModuleUnload);
@@ -250,6 +256,18 @@ NB_MODULE(_fff, m) {
         return nb::str(error);
       },
       "The first error compiled code reported since the last call, or None.");
+  m.def(
+      "free_host_buffer",
+      [](uintptr_t buffer) { fffHostFree(reinterpret_cast<void *>(buffer)); },
+      nb::arg("buffer"),
+      "Frees a CPU result's buffer into the host buffer cache.");
+  m.def(
+      "set_buffer_cache_limit",
+      [](size_t bytes) { return fffSetHostCacheLimit(bytes); },
+      nb::arg("bytes"),
+      "Sets how many bytes of freed CPU buffers the host buffer cache keeps "
+      "for later calls (0: none), releasing the oldest beyond it; returns "
+      "the previous limit.");
   m.def(
       "set_stream",
       [](uintptr_t stream) { fffSetStream(reinterpret_cast<void *>(stream)); },

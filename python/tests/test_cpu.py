@@ -168,6 +168,40 @@ def test_inputs_are_not_copied_and_results_outlive_the_call(rng):
     assert relative_error(exe.rms_norm(view, g), rms_norm(view.astype(np.float64), 1.0)) < TOLERANCE["f32"]
 
 
+def test_results_reuse_freed_buffers_and_never_live_ones(rng):
+    # 300 x 1024 f32 results (1.2 MB) come from the host buffer cache: a
+    # result still referenced is never handed out again; one dropped is, to
+    # the next call of its size, which then writes all of it.
+    exe = fff.compile(norms_module("f32", 1024))
+    g = rng.standard_normal(1024).astype(np.float32)
+    xs = [rng.standard_normal((300, 1024)).astype(np.float32) * (i + 1) for i in range(3)]
+    first = exe.rms_norm(xs[0], g)
+    second = exe.rms_norm(xs[1], g)
+    assert first.ctypes.data != second.ctypes.data
+    address = first.ctypes.data
+    del first
+    gc.collect()
+    third = exe.rms_norm(xs[2], g)
+    assert third.ctypes.data == address
+    for x, y in ((xs[1], second), (xs[2], third)):
+        assert relative_error(y, rms_norm(x.astype(np.float64), g)) < TOLERANCE["f32"]
+
+
+def test_the_buffer_cache_can_be_limited_or_left_out(rng):
+    x = rng.standard_normal((300, 1024)).astype(np.float32)
+    g = rng.standard_normal(1024).astype(np.float32)
+    expected = rms_norm(x.astype(np.float64), g)
+    previous = fff.set_buffer_cache_limit(0)
+    try:
+        assert fff.set_buffer_cache_limit(0) == 0
+        for options in ({}, {"buffer_cache": False}):
+            exe = fff.compile(norms_module("f32", 1024), **options)
+            for _ in range(2):
+                assert relative_error(exe.rms_norm(x, g), expected) < TOLERANCE["f32"]
+    finally:
+        fff.set_buffer_cache_limit(previous)
+
+
 def test_inputs_are_never_written(rng):
     # Elementwise work on tensors becomes a linalg op whose destination is an
     # input; bufferized in place, it overwrote the caller's array.

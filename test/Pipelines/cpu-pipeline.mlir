@@ -7,6 +7,7 @@
 // RUN:   --implicit-check-not=@erff --implicit-check-not=llvm.intr.tanh --implicit-check-not=@madvise
 // RUN: fff-opt %s --fff-cpu-pipeline=reference | FileCheck %s --check-prefix=REFERENCE
 // RUN: fff-opt %s --fff-cpu-pipeline=huge-pages | FileCheck %s --check-prefix=HUGE
+// RUN: fff-opt %s --fff-cpu-pipeline=buffer-cache | FileCheck %s --check-prefix=CACHE --implicit-check-not=@malloc
 
 // Activations are inline polynomials (fff-approximate-math), as in the GPU
 // kernels; the reference calls libm.
@@ -14,13 +15,19 @@
 
 // Buffers come from malloc; with huge-pages, from the module's own
 // allocation functions, which put large ones on huge pages
-// (fff-huge-page-allocations).
+// (fff-huge-page-allocations); with buffer-cache, from the host's, which
+// fff-run and the Python package bind to the host buffer cache
+// (fff-runtime-allocations).
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
 // HUGE-DAG: llvm.func @madvise(!llvm.ptr, i64, i32) -> i32
 // HUGE-DAG: llvm.func internal @_mlir_memref_to_llvm_alloc(%{{.*}}: i64) -> (!llvm.ptr {llvm.noalias})
 // HUGE-DAG: llvm.func internal @_mlir_memref_to_llvm_free(%{{.*}}: !llvm.ptr)
 // HUGE-LABEL: llvm.func @fff_fused_layer_norm_tree_ffn
 // HUGE:         llvm.call @_mlir_memref_to_llvm_alloc
+// CACHE-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> (!llvm.ptr {llvm.noalias})
+// CACHE-DAG: llvm.func @_mlir_memref_to_llvm_free(!llvm.ptr)
+// CACHE-LABEL: llvm.func @fff_fused_layer_norm_tree_ffn
+// CACHE:         llvm.call @_mlir_memref_to_llvm_alloc
 
 // Each distinct fff op or fused unit is a private function of its own
 // (fff-outline-ops), defined at the end of the module.

@@ -82,6 +82,12 @@ static cl::opt<bool>
               cl::desc("Put buffers of 32 MiB or more on transparent huge "
                        "pages (the CPU pipeline's huge-pages option)"),
               cl::init(false));
+static cl::opt<bool> noBufferCache(
+    "no-buffer-cache",
+    cl::desc("Allocate with malloc instead of fff's host buffer cache, "
+             "which keeps freed buffers for the next call (the CPU "
+             "pipeline's buffer-cache option)"),
+    cl::init(false));
 /// `--threads N`, parsed by main (see takeThreadsFlag).
 static int64_t threadCount = 0;
 static cl::opt<unsigned>
@@ -210,7 +216,7 @@ void freeResults(ArrayRef<const int64_t *> results,
   for (const int64_t *result : results) {
     void *allocated = Descriptor::allocated(result);
     if (allocated && seen.insert(allocated).second)
-      std::free(allocated);
+      fffHostFree(allocated);
   }
 }
 
@@ -291,6 +297,7 @@ Error run() {
   pipelineOptions.reference = reference;
   pipelineOptions.vectorBits = vectorBits;
   pipelineOptions.hugePages = hugePages;
+  pipelineOptions.bufferCache = !noBufferCache;
   pipelineOptions.threads = threadCount;
   fff::buildCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
@@ -316,12 +323,18 @@ Error run() {
   auto engine = ExecutionEngine::create(*module, options, std::move(*targetMachine));
   if (!engine)
     return engine.takeError();
-  // Failed run-time checks in the compiled code report here.
+  // Failed run-time checks in the compiled code report here, and its
+  // buffers come from the host buffer cache.
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    symbols[interner("fffReportCheckFailure")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&fffReportCheckFailure),
-        llvm::JITSymbolFlags::Exported};
+    auto bind = [&](StringRef name, auto *function) {
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                                 llvm::JITSymbolFlags::Exported};
+    };
+    bind("fffReportCheckFailure", &fffReportCheckFailure);
+    bind("_mlir_memref_to_llvm_alloc", &fffHostAlloc);
+    bind("_mlir_memref_to_llvm_aligned_alloc", &fffHostAlignedAlloc);
+    bind("_mlir_memref_to_llvm_free", &fffHostFree);
     return symbols;
   });
   (*engine)->initialize();

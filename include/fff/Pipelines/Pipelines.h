@@ -80,6 +80,16 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
                      "hands freed memory back to the host, it measured "
                      "faster at times and slower on average"),
       llvm::cl::init(false)};
+  Option<bool> bufferCache{
+      *this, "buffer-cache",
+      llvm::cl::desc("Allocate buffers from the host's buffer cache "
+                     "(fff-runtime-allocations): calls MLIR's generic "
+                     "allocation functions, which fff-run and the Python "
+                     "package bind to fffHostAlloc and fffHostFree, so that "
+                     "a buffer freed is reused, its pages already mapped, "
+                     "by the next call. Results are then freed with "
+                     "fffHostFree. huge-pages, where set, allocates instead"),
+      llvm::cl::init(false)};
   Option<bool> reference{
       *this, "reference",
       llvm::cl::desc("Lower norms and tree layers with the scalar "
