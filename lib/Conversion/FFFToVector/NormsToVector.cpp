@@ -27,6 +27,7 @@
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -290,6 +291,54 @@ struct NormRows {
     return valueOf(body->getTerminator()->getOperand(0));
   }
 
+  /// `body(row)` for each row, threaded when large (RowEmitter::forEachRow).
+  /// A result of `strategy.minStreamedBytes` or more whose rows start on
+  /// whole vectors is written with streaming stores; each row's are fenced
+  /// before the next row, so that all are ordered before the loop ends.
+  void forEachRow(function_ref<void(Value row)> body) {
+    if (strategy.minStreamedBytes == 0 || failed(emit.declareStreamingFence()))
+      return emit.forEachRow(rows, n, body);
+    scf::IfOp::create(
+        b, resultIsStreamable(),
+        [&](OpBuilder &nested, Location) {
+          BuildInside inside(b, nested);
+          emit.streamingStores = true;
+          emit.forEachRow(rows, n, [&](Value row) {
+            body(row);
+            emit.fenceStreamingStores();
+          });
+          emit.streamingStores = false;
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &nested, Location) {
+          BuildInside inside(b, nested);
+          emit.forEachRow(rows, n, body);
+          scf::YieldOp::create(b);
+        });
+  }
+
+  /// Whether the result is large enough to stream, and every whole vector
+  /// of it starts on a multiple of the vector's size: the buffer's start
+  /// and each row's length are multiples of it.
+  Value resultIsStreamable() {
+    int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    Value vectorBytes = emit.index(strategy.lanes * elementBytes);
+    Value rowBytes = arith::MulIOp::create(b, n, emit.index(elementBytes));
+    Value bytes = arith::MulIOp::create(b, rows, rowBytes);
+    Value start =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, resultBuffer);
+    Value zero = emit.index(0);
+    auto isZero = [&](Value value) {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, value, zero);
+    };
+    Value large = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bytes,
+                                        emit.index(strategy.minStreamedBytes));
+    Value aligned = arith::AndIOp::create(
+        b, isZero(arith::RemUIOp::create(b, start, vectorBytes)),
+        isZero(arith::RemUIOp::create(b, rowBytes, vectorBytes)));
+    return arith::AndIOp::create(b, large, aligned);
+  }
+
   /// Erases the prologue, which the norm now computes itself.
   void erasePrologue(ConversionPatternRewriter &rewriter) {
     if (prologue)
@@ -338,7 +387,7 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
     }
 
     auto input = norm.loader();
-    emit.forEachRow(norm.rows, norm.n, [&](Value row) {
+    norm.forEachRow([&](Value row) {
       // The reference's numerics: sums of x - pivot (the row's first
       // element), then of the centred squares, which stay accurate when
       // |mean| >> stddev. An empty row has no pivot.
@@ -413,7 +462,7 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
 
     auto input = norm.loader();
-    emit.forEachRow(norm.rows, norm.n, [&](Value row) {
+    norm.forEachRow([&](Value row) {
       Value squares = emit.reduceRow(input, row, norm.n, [&](Value x) {
         return arith::MulFOp::create(b, x, x).getResult();
       });

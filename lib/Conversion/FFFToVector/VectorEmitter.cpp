@@ -3,6 +3,8 @@
 #include "VectorEmitter.h"
 
 #include "fff/Conversion/RowLoops.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -72,4 +74,23 @@ Value fff::VectorEmitter::toTensor(Value buffer, Type type) {
   return bufferization::ToTensorOp::create(b, type, buffer,
                                            /*restrict=*/true,
                                            /*writable=*/true);
+}
+
+LogicalResult fff::VectorEmitter::declareStreamingFence() {
+  // A call (to the intrinsic, by its name) rather than llvm.call_intrinsic:
+  // buffer deallocation, which runs later, accepts calls but no op whose
+  // memory effects are unknown.
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  FailureOr<LLVM::LLVMFuncOp> sfence =
+      LLVM::lookupOrCreateFn(b, module, "llvm.x86.sse.sfence", {},
+                             LLVM::LLVMVoidType::get(b.getContext()));
+  if (failed(sfence))
+    return failure();
+  streamingFence = *sfence;
+  return success();
+}
+
+void fff::VectorEmitter::fenceStreamingStores() {
+  LLVM::CallOp::create(b, streamingFence, ValueRange{});
 }

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -80,6 +81,8 @@ public:
   }
 
   /// Stores the f32 vector `value`, narrowed to `buffer`'s element type.
+  /// While `streamingStores` is set, a whole vector is stored non-temporally
+  /// (see streamingStores).
   void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices,
              mlir::Value mask) {
     mlir::Type elementType =
@@ -89,9 +92,28 @@ public:
           b, mlir::VectorType::get({lanes}, elementType), value);
     if (mask)
       mlir::vector::MaskedStoreOp::create(b, buffer, indices, mask, value);
+    else if (streamingStores)
+      mlir::vector::StoreOp::create(
+          b, value, buffer, indices, /*nontemporal=*/true,
+          llvm::MaybeAlign(lanes * elementType.getIntOrFloatBitWidth() / 8));
     else
       mlir::vector::StoreOp::create(b, value, buffer, indices);
   }
+
+  /// Declares, in the module, the fence that fenceStreamingStores calls;
+  /// outside of any region still being built.
+  mlir::LogicalResult declareStreamingFence();
+
+  /// Orders the streaming stores issued so far before any later store of
+  /// this thread, such as the one that tells another thread a row is done:
+  /// x86's non-temporal stores are otherwise weakly ordered.
+  void fenceStreamingStores();
+
+  /// Whether whole vectors are stored non-temporally: written to memory
+  /// without first reading their cache lines in, and without evicting what
+  /// is cached. The caller guarantees that each such vector starts on a
+  /// multiple of its own size, which x86's streaming stores require.
+  bool streamingStores = false;
 
   /// The lanes of the vector at column `j` that lie inside a row of `n`.
   mlir::Value tailMask(mlir::Value n, mlir::Value j) {
@@ -138,6 +160,8 @@ protected:
   mlir::ImplicitLocOpBuilder &b;
   int64_t lanes;
   mlir::VectorType f32Vector, maskVector;
+  /// llvm.x86.sse.sfence, once declareStreamingFence has declared it.
+  mlir::LLVM::LLVMFuncOp streamingFence;
 };
 
 } // namespace fff

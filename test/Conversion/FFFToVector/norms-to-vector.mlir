@@ -12,6 +12,26 @@
 // CHECK:         %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only
 // CHECK:         %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
 // CHECK:         %[[MEAN:.*]] = memref.alloc(%{{.*}}) : memref<?x1xf32>
+// A result of 32 MiB or more whose buffer and rows start on whole vectors
+// (64 bytes) is written with streaming stores, each row's fenced; else with
+// ordinary ones. Either way the rows are threaded when large.
+// CHECK:         %[[ROW_BYTES:.*]] = arith.muli %{{.*}}, %c4
+// CHECK:         %[[BYTES:.*]] = arith.muli %{{.*}}, %[[ROW_BYTES]]
+// CHECK:         %[[START:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK:         arith.cmpi uge, %[[BYTES]], %c33554432
+// CHECK:         arith.remui %[[ROW_BYTES]], %c64
+// CHECK:         arith.remui %[[START]], %c64
+// CHECK:         %[[ALIGNED:.*]] = arith.andi
+// CHECK:         %[[STREAM:.*]] = arith.andi %{{.*}}, %[[ALIGNED]]
+// CHECK:         scf.if %[[STREAM]] {
+// CHECK:           scf.parallel
+// CHECK:             vector.store %{{.*}}, %[[Y]][%{{.*}}] {alignment = 64 : i64, nontemporal = true}
+// CHECK:             llvm.call @llvm.x86.sse.sfence()
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:           scf.for
+// CHECK:             vector.store {{.*}} nontemporal = true
+// CHECK:             llvm.call @llvm.x86.sse.sfence()
+// CHECK:       } else {
 // CHECK:         %[[ELEMENTS:.*]] = arith.muli
 // CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[ELEMENTS]], %c1048576
 // CHECK:         scf.if %[[LARGE]] {
@@ -34,12 +54,12 @@
 // CHECK:             vector.maskedstore %[[Y]]
 // CHECK:           memref.store
 // CHECK:           memref.store
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 // CHECK-NEXT:    } else {
 // CHECK:           scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c1
 // CHECK:         bufferization.to_tensor %[[Y]] restrict writable
 // AVX2-LABEL: func.func @layer_norm_stats
-// AVX2:         } {fff.strategy = {accumulators = 4 : i64, lanes = 8 : i64, min_parallel_elements = 1048576 : i64, vector_bits = 256 : i64}}
+// AVX2:         } {fff.strategy = {accumulators = 4 : i64, lanes = 8 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 256 : i64}}
 func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>)
     -> (tensor<?x768xf32>, tensor<?x1xf32>, tensor<?x1xf32>) {
   %y, %m, %r = fff.layer_norm %x scale(%g : tensor<768xf32>) bias(%b : tensor<768xf32>) return_stats : tensor<?x768xf32>
@@ -57,7 +77,7 @@ func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tens
 // CHECK:           vector.load {{.*}} : memref<?x40xbf16>, vector<16xbf16>
 // CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
 // CHECK:           arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
-// CHECK:         } {fff.strategy = {accumulators = 2 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 2 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 func.func @rms_norm_bf16(%x: tensor<3x?x40xbf16>, %g: tensor<40xbf16>) -> tensor<3x?x40xbf16> {
   %y = fff.rms_norm %x scale(%g : tensor<40xbf16>) : tensor<3x?x40xbf16>
   return %y : tensor<3x?x40xbf16>
