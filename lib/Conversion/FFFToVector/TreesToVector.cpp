@@ -7,10 +7,11 @@
 //
 // - dot products keep `accumulators` vector partial sums, which meet only
 //   at the end of the row, and tails are masked;
-// - a token's output row is read and written once per pass: the walk
-//   records each level's node and activation, then `accumulators` vectors
-//   of the row stay in registers while the scaled weight rows are added
-//   into them, in level order;
+// - a token's output row is written once per tree: the walk records each
+//   level's node and logit, whose activations are then taken a vector at a
+//   time, off the walk's chain of dependent sums; then `accumulators`
+//   vectors of the row, starting from the bias, stay in registers while the
+//   scaled weight rows of every level are added into them, in level order;
 // - the tokens are regrouped once per tree (CPUTreeStrategy.h says why and
 //   where), by a stable counting sort of the node or leaf each reached;
 // - a token's own sums run in the same order whichever tokens run before
@@ -91,17 +92,21 @@ public:
     std::function<std::pair<Value, SmallVector<Value>>(Value u)> term;
   };
 
-  /// y[row, j] += sum of scale * w[at..., j] over the terms of `groups`, in
-  /// order, for j in [0, n); y is f32. Each `accumulators` output vectors
-  /// stay in registers across all the terms, so that y is read and written
-  /// once, not once per term.
+  /// The f32 vector a row's sums start from at `column`, under `mask`.
+  using RowStart = function_ref<Value(Value column, Value mask)>;
+
+  /// y[row, j] = start(j) + the sum of scale * w[at..., j] over the terms of
+  /// `groups`, in order, for j in [0, n); `start` defaults to y[row, j].
+  /// Each `accumulators` output vectors stay in registers across all the
+  /// terms, so that y is read and written once, not once per term.
   void addScaledRows(Value y, Value row, Value w, Value n,
-                     ArrayRef<ScaledRows> groups) {
+                     ArrayRef<ScaledRows> groups, RowStart start = nullptr) {
     auto block = [&](Value j, int64_t vectors, Value mask) {
       SmallVector<Value> columns, totals;
       for (int64_t v = 0; v < vectors; ++v) {
         columns.push_back(arith::AddIOp::create(b, j, index(v * lanes)));
-        totals.push_back(load(y, {row, columns.back()}, mask));
+        totals.push_back(start ? start(columns.back(), mask)
+                               : load(y, {row, columns.back()}, mask));
       }
       for (const ScaledRows &group : groups) {
         auto overTerms = scf::ForOp::create(
@@ -125,6 +130,18 @@ public:
         n, strategy.stepElements(),
         [&](Value j) { block(j, strategy.accumulators, Value()); },
         [&](Value j, Value mask) { block(j, 1, mask); });
+  }
+
+  /// buffer[row, j] = f(buffer[row, j]) for j in [from, to), a vector at a
+  /// time, the last one masked; `buffer` is f32.
+  void mapInPlace(Value buffer, Value row, int64_t from, int64_t to,
+                  function_ref<Value(Value)> f) {
+    auto vector = [&](Value j, Value mask) {
+      Value column = arith::AddIOp::create(b, j, index(from));
+      store(f(load(buffer, {row, column}, mask)), buffer, {row, column}, mask);
+    };
+    forEachStep(
+        index(to - from), lanes, [&](Value j) { vector(j, Value()); }, vector);
   }
 
   /// dst[dstAt..., j] = src[srcAt..., j] (0 without a `src`) for j in [0,
@@ -292,17 +309,19 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
     Value out = memref::DimOp::create(b, wOut, 2);
     Value zero = emit.f32(0.0);
 
-    // The f32 sums; narrowed into the result as each token finishes.
+    // The f32 sums over the trees, narrowed into the result after the
+    // last; a single tree writes the result directly.
     RankedTensorType resultType = op.getOutput().getType();
     auto [sums, result] = emit.allocSums(resultType, rows, out);
+    bool singleTree = staticExtent(adaptor.getWIn(), 0) == int64_t(1);
     int64_t sortLevel = strategy.sortLevel;
     Value nodes, order;
     if (sortLevel > 0) {
       nodes = emit.allocIndices(rows);
       order = emit.allocIndices(rows);
     }
-    // Each token's path through the current tree: the node and the
-    // activation at each level, for the output pass.
+    // Each token's path through the current tree: the node and the logit,
+    // then the activation, at each level, for the output pass.
     Value pathNodes = memref::AllocOp::create(
         b, MemRefType::get({ShapedType::kDynamic, levels}, b.getIndexType()),
         ValueRange{rows});
@@ -310,9 +329,12 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         b, MemRefType::get({ShapedType::kDynamic, levels}, b.getF32Type()),
         ValueRange{rows});
     Value lastTree = arith::SubIOp::create(b, trees, emit.index(1));
-    Value rowWork = arith::AddIOp::create(b, in, out);
-    auto workOf = [&](int64_t levelCount) -> Value {
-      return arith::MulIOp::create(b, rowWork, emit.index(levelCount));
+    // Multiply-adds per token: a dot product of `in` per level walked, an
+    // update of `out` per level added.
+    auto workOf = [&](int64_t walked, int64_t added) -> Value {
+      return arith::AddIOp::create(
+          b, arith::MulIOp::create(b, in, emit.index(walked)),
+          arith::MulIOp::create(b, out, emit.index(added)));
     };
 
     emit.loop(emit.index(0), trees, [&](Value tree) {
@@ -320,50 +342,67 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                                             emit.index(0));
       Value isLast =
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tree, lastTree);
-      // One level: the node's logit routes the token; the node and its
-      // activation are kept for the output pass.
+      // One level: the node's logit routes the token; the node and the
+      // logit are kept for the output pass. The activation waits for the
+      // walk's end, off the chain of dependent loads and sums each level
+      // of a walk is.
       auto visit = [&](Value row, Value level, Value node) -> Value {
         Value logit = emit.dot(x, row, wIn, {tree, node}, in);
         if (bIn)
           logit = arith::AddFOp::create(b, logit,
                                         emit.loadScalar(bIn, {tree, node}));
-        Value activated =
-            buildActivation(b, b.getLoc(), op.getActivation(), logit);
         memref::StoreOp::create(b, node, pathNodes, ValueRange{row, level});
-        memref::StoreOp::create(b, activated, pathScales,
-                                ValueRange{row, level});
+        memref::StoreOp::create(b, logit, pathScales, ValueRange{row, level});
         // Exactly zero goes left.
         Value goRight =
             arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
         return emit.child(node, goRight);
       };
-      // Levels [from, to) of a token's walk: their rows of w_out, scaled
-      // by the activations, into its sums, in level order.
-      auto walkAndAdd = [&](Value row, Value start, int64_t from, int64_t to) {
+      // Levels [from, to) of a token's walk, recorded with their
+      // activations.
+      auto walkPath = [&](Value row, Value start, int64_t from, int64_t to) {
         Value reached =
             emit.walk(start, from, to, [&](Value level, Value node) {
               return visit(row, level, node);
             });
+        emit.mapInPlace(pathScales, row, from, to, [&](Value logits) {
+          return buildActivation(b, b.getLoc(), op.getActivation(), logits);
+        });
+        return reached;
+      };
+      // The token's rows of w_out, scaled by the activations, in level
+      // order, added to b_out (the first tree) or to the earlier trees'
+      // sums; written to the result by the last tree. One pass over the
+      // output row, which is written once per tree and read only by the
+      // next.
+      auto addPath = [&](Value row) {
         TokenEmitter::ScaledRows levelRows{
-            emit.index(to - from), [&, from](Value u) {
-              Value level = arith::AddIOp::create(b, u, emit.index(from));
+            emit.index(levels), [&](Value level) {
               Value node =
                   memref::LoadOp::create(b, pathNodes, ValueRange{row, level});
               Value scale =
                   memref::LoadOp::create(b, pathScales, ValueRange{row, level});
               return std::make_pair(scale, SmallVector<Value>{tree, node});
             }};
-        emit.addScaledRows(sums, row, wOut, out, levelRows);
-        return reached;
-      };
-      auto startRow = [&](Value row) {
-        scf::IfOp::create(b, isFirst, [&](OpBuilder &nested, Location) {
-          BuildInside inside(b, nested);
-          emit.copy(sums, row, bOut, {}, out);
-          scf::YieldOp::create(b);
-        });
-      };
-      auto finishRow = [&](Value row) {
+        auto fromBias = [&](Value column, Value mask) {
+          return bOut ? emit.load(bOut, {column}, mask) : emit.zeros();
+        };
+        if (singleTree) {
+          emit.addScaledRows(result, row, wOut, out, levelRows, fromBias);
+          return;
+        }
+        scf::IfOp::create(
+            b, isFirst,
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              emit.addScaledRows(sums, row, wOut, out, levelRows, fromBias);
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              emit.addScaledRows(sums, row, wOut, out, levelRows);
+              scf::YieldOp::create(b);
+            });
         if (result == sums)
           return;
         scf::IfOp::create(b, isLast, [&](OpBuilder &nested, Location) {
@@ -374,18 +413,16 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       };
 
       if (sortLevel == 0) {
-        emit.forEachToken(rows, workOf(levels), [&](Value row) {
-          startRow(row);
-          walkAndAdd(row, emit.index(0), 0, levels);
-          finishRow(row);
+        emit.forEachToken(rows, workOf(levels, levels), [&](Value row) {
+          walkPath(row, emit.index(0), 0, levels);
+          addPath(row);
         });
         return;
       }
-      // The top levels in token order, then the rest grouped by the node
-      // each token reached.
-      emit.forEachToken(rows, workOf(sortLevel), [&](Value row) {
-        startRow(row);
-        Value node = walkAndAdd(row, emit.index(0), 0, sortLevel);
+      // The top levels in token order, then the rest, and the output row,
+      // grouped by the node each token reached.
+      emit.forEachToken(rows, workOf(sortLevel, 0), [&](Value row) {
+        Value node = walkPath(row, emit.index(0), 0, sortLevel);
         memref::StoreOp::create(b, node, nodes, row);
       });
       Value firstNode = emit.index((int64_t(1) << sortLevel) - 1);
@@ -394,12 +431,13 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
             return arith::SubIOp::create(
                 b, memref::LoadOp::create(b, nodes, token), firstNode);
           });
-      emit.forEachToken(rows, workOf(levels - sortLevel), [&](Value position) {
-        Value row = memref::LoadOp::create(b, order, position);
-        walkAndAdd(row, memref::LoadOp::create(b, nodes, row), sortLevel,
-                   levels);
-        finishRow(row);
-      });
+      emit.forEachToken(
+          rows, workOf(levels - sortLevel, levels), [&](Value position) {
+            Value row = memref::LoadOp::create(b, order, position);
+            walkPath(row, memref::LoadOp::create(b, nodes, row), sortLevel,
+                     levels);
+            addPath(row);
+          });
     });
     rewriter.replaceOp(op, emit.toTensor(result, resultType));
     return success();
