@@ -113,8 +113,14 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
     time, off the walk's chain of dependent sums (for leaf_tree_ffn, its
     leaf's block of hidden activations); then a few vectors of the row,
     starting from the bias, stay in registers while the scaled rows of
-    `w_out` (`w2`) of every level are added into them. 16-bit elements are widened to f32 as they
-    are loaded; the f32 sums are narrowed once, when a token is done.
+    `w_out` (`w2`) of every level are added into them. 16-bit elements are
+    widened to f32 as they are loaded; the f32 sums are narrowed once, when
+    a token is done.
+
+    Each level of a walk waits on the one before (its dot product, the
+    comparison, the child's row), so tokens walk `walk_tokens` (4) at a
+    time, their dot products interleaved, and the core works on one while
+    another's sums complete.
 
     The tokens are regrouped once per tree, so that tokens that will read
     the same weights run one after the other and find them in the core's

@@ -61,15 +61,19 @@ public:
   TokenEmitter(ImplicitLocOpBuilder &b, const CPUTreeStrategy &strategy)
       : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
 
-  /// The sum over i in [0, n) of x[xAt..., i] * w[wAt..., i], one f32.
-  /// Masked lanes load zeros, whose products add nothing.
-  Value dot(Value x, ValueRange xAt, Value w, ValueRange wAt, Value n) {
-    return reduce(n, strategy.accumulators,
-                  [&](Value i, Value partial, Value mask) -> Value {
-                    return math::FmaOp::create(b, load(x, at(xAt, i), mask),
-                                               load(w, at(wAt, i), mask),
-                                               partial);
-                  });
+  /// The dot products of rows rows[k] of x with rows wAts[k] of w, over
+  /// [0, n), interleaved, each into the strategy's accumulators (masked
+  /// lanes load zeros, whose products add nothing). A token's dot product
+  /// has the same bits whichever tokens it is interleaved with.
+  SmallVector<Value> dotEach(Value x, ValueRange rows, Value w,
+                             ArrayRef<SmallVector<Value>> wAts, Value n) {
+    return reduceEach(n, strategy.accumulators, rows.size(),
+                      [&](int64_t k, Value i, Value partial, Value mask) {
+                        return math::FmaOp::create(
+                                   b, load(x, {rows[k], i}, mask),
+                                   load(w, at(wAts[k], i), mask), partial)
+                            .getResult();
+                      });
   }
 
   /// `body(j, mask)` for each vector [j, j + lanes) of [0, n): the full ones
@@ -171,19 +175,42 @@ public:
                                  right);
   }
 
-  /// `for level in [from, to)`, threading the node a token is at through
-  /// `step(level, node)`, which returns the next. Returns the node reached.
-  Value walk(Value node, int64_t from, int64_t to,
-             function_ref<Value(Value level, Value node)> step) {
+  /// `for level in [from, to)`, threading the nodes that tokens walking
+  /// together are at through `step(level, nodes)`, which returns the next.
+  /// Returns the nodes reached.
+  SmallVector<Value> walkEach(
+      ValueRange nodes, int64_t from, int64_t to,
+      function_ref<SmallVector<Value>(Value level, ValueRange nodes)> step) {
     if (from == to)
-      return node;
+      return SmallVector<Value>(nodes);
     auto loop = scf::ForOp::create(
-        b, index(from), index(to), index(1), ValueRange{node},
+        b, index(from), index(to), index(1), nodes,
         [&](OpBuilder &nested, Location, Value level, ValueRange carried) {
           BuildInside inside(b, nested);
-          scf::YieldOp::create(b, ValueRange{step(level, carried[0])});
+          scf::YieldOp::create(b, step(level, carried));
         });
-    return loop.getResult(0);
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  /// forEachToken over groups of the strategy's walkTokens positions, then
+  /// over the positions left, one at a time: `body(positions)` builds a
+  /// group.
+  void forEachTokenGroup(Value rows, Value workPerToken,
+                         function_ref<void(ValueRange positions)> body) {
+    int64_t size = strategy.walkTokens;
+    Value groups = arith::DivUIOp::create(b, rows, index(size));
+    buildRowLoop(b, groups, arith::MulIOp::create(b, rows, workPerToken),
+                 strategy.minParallelWork, strategy.toAttr(b.getContext()),
+                 [&](Value group) {
+                   Value first = arith::MulIOp::create(b, group, index(size));
+                   SmallVector<Value> positions{first};
+                   for (int64_t k = 1; k < size; ++k)
+                     positions.push_back(
+                         arith::AddIOp::create(b, first, index(k)));
+                   body(positions);
+                 });
+    loop(arith::MulIOp::create(b, groups, index(size)), rows,
+         [&](Value position) { body(position); });
   }
 
   /// The loop over [0, rows) whose `body` builds one position; threaded when
@@ -342,33 +369,47 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                                             emit.index(0));
       Value isLast =
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tree, lastTree);
-      // One level: the node's logit routes the token; the node and the
-      // logit are kept for the output pass. The activation waits for the
-      // walk's end, off the chain of dependent loads and sums each level
-      // of a walk is.
-      auto visit = [&](Value row, Value level, Value node) -> Value {
-        Value logit = emit.dot(x, row, wIn, {tree, node}, in);
-        if (bIn)
-          logit = arith::AddFOp::create(b, logit,
-                                        emit.loadScalar(bIn, {tree, node}));
-        memref::StoreOp::create(b, node, pathNodes, ValueRange{row, level});
-        memref::StoreOp::create(b, logit, pathScales, ValueRange{row, level});
-        // Exactly zero goes left.
-        Value goRight =
-            arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
-        return emit.child(node, goRight);
+      // One level of the walks of tokens `walkRows`, at `walkNodes`, their
+      // dot products interleaved: each node's logit routes its token; the
+      // node and the logit are kept for the output pass. The activation
+      // waits for the walk's end, off the chain of dependent loads and sums
+      // each level of a walk is.
+      auto visit = [&](ValueRange walkRows, Value level, ValueRange walkNodes) {
+        SmallVector<SmallVector<Value>> weightRows;
+        for (Value node : walkNodes)
+          weightRows.push_back({tree, node});
+        SmallVector<Value> logits =
+            emit.dotEach(x, walkRows, wIn, weightRows, in);
+        SmallVector<Value> children;
+        for (auto [row, node, logit] : llvm::zip(walkRows, walkNodes, logits)) {
+          if (bIn)
+            logit = arith::AddFOp::create(b, logit,
+                                          emit.loadScalar(bIn, {tree, node}));
+          memref::StoreOp::create(b, node, pathNodes, ValueRange{row, level});
+          memref::StoreOp::create(b, logit, pathScales, ValueRange{row, level});
+          // Exactly zero goes left.
+          Value goRight =
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+          children.push_back(emit.child(node, goRight));
+        }
+        return children;
       };
-      // Levels [from, to) of a token's walk, recorded with their
-      // activations.
-      auto walkPath = [&](Value row, Value start, int64_t from, int64_t to) {
-        Value reached =
-            emit.walk(start, from, to, [&](Value level, Value node) {
-              return visit(row, level, node);
+      // Levels [from, to) of the walks of tokens `walkRows` from `starts`,
+      // recorded with their activations. Returns the nodes reached.
+      auto walkPaths = [&](ValueRange walkRows, ValueRange starts, int64_t from,
+                           int64_t to) {
+        SmallVector<Value> reached = emit.walkEach(
+            starts, from, to, [&](Value level, ValueRange walkNodes) {
+              return visit(walkRows, level, walkNodes);
             });
-        emit.mapInPlace(pathScales, row, from, to, [&](Value logits) {
-          return buildActivation(b, b.getLoc(), op.getActivation(), logits);
-        });
+        for (Value row : walkRows)
+          emit.mapInPlace(pathScales, row, from, to, [&](Value logits) {
+            return buildActivation(b, b.getLoc(), op.getActivation(), logits);
+          });
         return reached;
+      };
+      auto roots = [&](ValueRange walkRows) {
+        return SmallVector<Value>(walkRows.size(), emit.index(0));
       };
       // The token's rows of w_out, scaled by the activations, in level
       // order, added to b_out (the first tree) or to the earlier trees'
@@ -413,30 +454,40 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       };
 
       if (sortLevel == 0) {
-        emit.forEachToken(rows, workOf(levels, levels), [&](Value row) {
-          walkPath(row, emit.index(0), 0, levels);
-          addPath(row);
-        });
+        emit.forEachTokenGroup(
+            rows, workOf(levels, levels), [&](ValueRange walkRows) {
+              walkPaths(walkRows, roots(walkRows), 0, levels);
+              for (Value row : walkRows)
+                addPath(row);
+            });
         return;
       }
       // The top levels in token order, then the rest, and the output row,
       // grouped by the node each token reached.
-      emit.forEachToken(rows, workOf(sortLevel, 0), [&](Value row) {
-        Value node = walkPath(row, emit.index(0), 0, sortLevel);
-        memref::StoreOp::create(b, node, nodes, row);
-      });
+      emit.forEachTokenGroup(
+          rows, workOf(sortLevel, 0), [&](ValueRange walkRows) {
+            SmallVector<Value> reached =
+                walkPaths(walkRows, roots(walkRows), 0, sortLevel);
+            for (auto [row, node] : llvm::zip(walkRows, reached))
+              memref::StoreOp::create(b, node, nodes, row);
+          });
       Value firstNode = emit.index((int64_t(1) << sortLevel) - 1);
       emit.sortTokens(
           order, rows, int64_t(1) << sortLevel, [&](Value token) -> Value {
             return arith::SubIOp::create(
                 b, memref::LoadOp::create(b, nodes, token), firstNode);
           });
-      emit.forEachToken(
-          rows, workOf(levels - sortLevel, levels), [&](Value position) {
-            Value row = memref::LoadOp::create(b, order, position);
-            walkPath(row, memref::LoadOp::create(b, nodes, row), sortLevel,
-                     levels);
-            addPath(row);
+      emit.forEachTokenGroup(
+          rows, workOf(levels - sortLevel, levels), [&](ValueRange positions) {
+            SmallVector<Value> walkRows, starts;
+            for (Value position : positions) {
+              walkRows.push_back(memref::LoadOp::create(b, order, position));
+              starts.push_back(
+                  memref::LoadOp::create(b, nodes, walkRows.back()));
+            }
+            walkPaths(walkRows, starts, sortLevel, levels);
+            for (Value row : walkRows)
+              addPath(row);
           });
     });
     rewriter.replaceOp(op, emit.toTensor(result, resultType));
@@ -477,20 +528,32 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
     // Route every token to its leaf, in token order.
     Value leaves = emit.allocIndices(rows);
     Value firstLeaf = emit.index(op.getNumRoutingNodes());
-    emit.forEachToken(
-        rows, arith::MulIOp::create(b, in, emit.index(depth)), [&](Value row) {
-          Value node =
-              emit.walk(emit.index(0), 0, depth, [&](Value, Value node) {
-                Value score =
-                    arith::AddFOp::create(b, emit.dot(x, row, nodeW, node, in),
-                                          emit.loadScalar(nodeB, node));
-                // Zero goes right here (s >= 0), as in the original FFF code.
-                Value goRight = arith::CmpFOp::create(
-                    b, arith::CmpFPredicate::OGE, score, zero);
-                return emit.child(node, goRight);
+    emit.forEachTokenGroup(
+        rows, arith::MulIOp::create(b, in, emit.index(depth)),
+        [&](ValueRange walkRows) {
+          SmallVector<Value> roots(walkRows.size(), emit.index(0));
+          SmallVector<Value> reached =
+              emit.walkEach(roots, 0, depth, [&](Value, ValueRange walkNodes) {
+                SmallVector<SmallVector<Value>> weightRows;
+                for (Value node : walkNodes)
+                  weightRows.push_back({node});
+                SmallVector<Value> children;
+                for (auto [node, dot] :
+                     llvm::zip(walkNodes, emit.dotEach(x, walkRows, nodeW,
+                                                       weightRows, in))) {
+                  Value score = arith::AddFOp::create(
+                      b, dot, emit.loadScalar(nodeB, node));
+                  // Zero goes right here (s >= 0), as in the original FFF
+                  // code.
+                  Value goRight = arith::CmpFOp::create(
+                      b, arith::CmpFPredicate::OGE, score, zero);
+                  children.push_back(emit.child(node, goRight));
+                }
+                return children;
               });
-          memref::StoreOp::create(b, arith::SubIOp::create(b, node, firstLeaf),
-                                  leaves, row);
+          for (auto [row, leaf] : llvm::zip(walkRows, reached))
+            memref::StoreOp::create(
+                b, arith::SubIOp::create(b, leaf, firstLeaf), leaves, row);
         });
 
     // Tokens sharing a leaf (or, in deep trees, an ancestor at the sort

@@ -13,33 +13,59 @@ using fff::BuildInside;
 Value fff::VectorEmitter::reduce(
     Value n, int64_t accumulators,
     function_ref<Value(Value j, Value partial, Value mask)> accumulate) {
+  return reduceEach(n, accumulators, 1,
+                    [&](int64_t, Value j, Value partial, Value mask) {
+                      return accumulate(j, partial, mask);
+                    })
+      .front();
+}
+
+SmallVector<Value> fff::VectorEmitter::reduceEach(
+    Value n, int64_t accumulators, int64_t count,
+    function_ref<Value(int64_t sum, Value j, Value partial, Value mask)>
+        accumulate) {
   int64_t step = lanes * accumulators;
   Value stepEnd = roundDown(n, step);
-  SmallVector<Value> zeroPartials(accumulators, zeros());
+  // Partial sum a of sum k is carried at k * accumulators + a.
+  SmallVector<Value> zeroPartials(count * accumulators, zeros());
   auto unrolled = scf::ForOp::create(
       b, index(0), stepEnd, index(step), zeroPartials,
       [&](OpBuilder &nested, Location, Value j, ValueRange partials) {
         BuildInside inside(b, nested);
         SmallVector<Value> next;
-        for (auto [k, partial] : llvm::enumerate(partials)) {
-          Value column = arith::AddIOp::create(b, j, index(int64_t(k) * lanes));
-          next.push_back(accumulate(column, partial, Value()));
+        for (auto [slot, partial] : llvm::enumerate(partials)) {
+          int64_t k = int64_t(slot) / accumulators;
+          int64_t a = int64_t(slot) % accumulators;
+          Value column = arith::AddIOp::create(b, j, index(a * lanes));
+          next.push_back(accumulate(k, column, partial, Value()));
         }
         scf::YieldOp::create(b, next);
       });
-  Value total = unrolled.getResult(0);
-  for (Value partial : unrolled.getResults().drop_front())
-    total = arith::AddFOp::create(b, total, partial);
+  SmallVector<Value> totals;
+  for (int64_t k = 0; k < count; ++k) {
+    ValueRange partials =
+        unrolled.getResults().slice(k * accumulators, accumulators);
+    Value total = partials.front();
+    for (Value partial : partials.drop_front())
+      total = arith::AddFOp::create(b, total, partial);
+    totals.push_back(total);
+  }
   auto rest = scf::ForOp::create(
-      b, stepEnd, n, index(lanes), ValueRange{total},
-      [&](OpBuilder &nested, Location, Value j, ValueRange partial) {
+      b, stepEnd, n, index(lanes), totals,
+      [&](OpBuilder &nested, Location, Value j, ValueRange partials) {
         BuildInside inside(b, nested);
-        scf::YieldOp::create(
-            b, ValueRange{accumulate(j, partial[0], tailMask(n, j))});
+        Value mask = tailMask(n, j);
+        SmallVector<Value> next;
+        for (auto [k, partial] : llvm::enumerate(partials))
+          next.push_back(accumulate(int64_t(k), j, partial, mask));
+        scf::YieldOp::create(b, next);
       });
-  return vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                     rest.getResult(0), Value(),
-                                     arith::FastMathFlags::reassoc);
+  SmallVector<Value> sums;
+  for (Value total : rest.getResults())
+    sums.push_back(vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                               total, Value(),
+                                               arith::FastMathFlags::reassoc));
+  return sums;
 }
 
 void fff::VectorEmitter::forEachStep(

@@ -110,9 +110,10 @@ public:
   void fenceStreamingStores();
 
   /// Whether whole vectors are stored non-temporally: written to memory
-  /// without first reading their cache lines in, and without evicting what
-  /// is cached. The caller guarantees that each such vector starts on a
-  /// multiple of its own size, which x86's streaming stores require.
+  /// without first reading their cache lines in, and without displacing
+  /// other data from the caches. The caller guarantees that each such vector
+  /// starts on a multiple of its own size, which x86's streaming stores
+  /// require.
   bool streamingStores = false;
 
   /// The lanes of the vector at column `j` that lie inside a row of `n`.
@@ -140,6 +141,16 @@ public:
          llvm::function_ref<mlir::Value(mlir::Value j, mlir::Value partial,
                                         mlir::Value mask)>
              accumulate);
+
+  /// `count` such sums over [0, n) in one loop, `accumulate(k, j, partial,
+  /// mask)` folding into sum k; each is built in the same order `reduce`
+  /// builds one, so it has the same bits. Independent sums interleaved
+  /// keep more of the core busy when each one's result is waited for.
+  llvm::SmallVector<mlir::Value> reduceEach(
+      mlir::Value n, int64_t accumulators, int64_t count,
+      llvm::function_ref<mlir::Value(int64_t sum, mlir::Value j,
+                                     mlir::Value partial, mlir::Value mask)>
+          accumulate);
 
   /// `whole(j)` for each whole step [j, j + step) of [0, n), then
   /// `rest(j, mask)` for each vector of what is left, under its tail mask.

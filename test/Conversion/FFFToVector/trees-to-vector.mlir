@@ -24,12 +24,17 @@
 // CHECK:         %[[PATH:.*]] = memref.alloc(%{{.*}}) : memref<?x12xindex>
 // CHECK:         %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
 // CHECK:         scf.for %[[TREE:.*]] = %{{.*}} to %{{.*}} step
-// CHECK:           scf.parallel (%[[ROW:.*]]) =
-// CHECK:             scf.for %[[LEVEL:.*]] = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%[[NODE:.*]] = %{{.*}}) -> (index)
-// CHECK:               scf.for {{.*}} step %c64{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK-COUNT-4:         math.fma
+// Tokens walk four at a time, their dot products interleaved (4 x 4
+// partial sums), so that one token's chain of dependent sums does not leave
+// the core idle; the tokens left over walk one at a time.
+// CHECK:           %[[GROUPS:.*]] = arith.divui %{{.*}}, %c4
+// CHECK:           scf.parallel (%[[GROUP:.*]]) = (%{{.*}}) to (%[[GROUPS]])
+// CHECK:             %[[ROW:.*]] = arith.muli %[[GROUP]], %c4
+// CHECK:             scf.for %[[LEVEL:.*]] = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%[[NODE:[^ ]*]] = %{{.*}}) -> (index, index, index, index)
+// CHECK:               scf.for {{.*}} step %c64{{.*}} -> ({{(vector<16xf32>, )+}}vector<16xf32>)
+// CHECK-COUNT-16:        math.fma
 // CHECK:               vector.maskedload
-// CHECK:               vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
+// CHECK-COUNT-4:       vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
 // CHECK:               memref.store %[[NODE]], %[[PATH]][%[[ROW]], %[[LEVEL]]]
 // CHECK:               memref.store %{{.*}}, %[[SCALES]][%[[ROW]], %[[LEVEL]]]
 // CHECK:               arith.cmpf ogt
@@ -37,7 +42,10 @@
 // CHECK:             math.erf %{{.*}} : vector<16xf32>
 // CHECK:             vector.maskedstore %[[SCALES]][%[[ROW]], %{{.*}}]
 // CHECK:             memref.store %{{.*}}, %[[NODES]][%[[ROW]]]
-// CHECK:           } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 5 : i64, vector_bits = 512 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 5 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:           %[[GROUPED:.*]] = arith.muli %[[GROUPS]], %c4
+// CHECK:           scf.for %{{.*}} = %[[GROUPED]] to
+// CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (index)
 // The stable counting sort: a count per node of level 5 (31 to 62), their
 // running sums, then each token's position.
 // CHECK:           %[[COUNTS:.*]] = memref.alloc() : memref<33xindex>
@@ -45,10 +53,11 @@
 // CHECK:           %[[FIRST:.*]] = memref.load %[[NODES]]
 // CHECK:           arith.subi %[[FIRST]], %c31
 // CHECK:           memref.store %{{.*}}, %[[ORDER]]
-// CHECK:           scf.parallel (%[[POSITION:.*]]) =
+// CHECK:           scf.parallel (%[[SORTED_GROUP:.*]]) =
+// CHECK:             %[[POSITION:.*]] = arith.muli %[[SORTED_GROUP]], %c4
 // CHECK:             %[[TOKEN:.*]] = memref.load %[[ORDER]][%[[POSITION]]]
 // CHECK:             %[[START:.*]] = memref.load %[[NODES]][%[[TOKEN]]]
-// CHECK:             scf.for %{{.*}} = %c5{{.*}} to %c12{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[START]]) -> (index)
+// CHECK:             scf.for %{{.*}} = %c5{{.*}} to %c12{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[START]], {{.*}}) -> (index, index, index, index)
 // CHECK:             math.erf %{{.*}} : vector<16xf32>
 // CHECK:             scf.for %{{.*}} step %c64
 // CHECK-COUNT-4:       vector.load %[[BOB]][%{{.*}}] : memref<768xf32>, vector<16xf32>
@@ -84,7 +93,7 @@ func.func @ultrafastbert(%x: tensor<?x768xf32>, %wi: tensor<1x4095x768xf32>, %bi
 // CHECK:             scf.if
 // CHECK:               arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK:               vector.store %{{.*}}, %[[RESULT]]
-// CHECK:           } {fff.strategy = {accumulators = 2 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 0 : i64, vector_bits = 512 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 2 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 0 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:         bufferization.to_tensor %[[RESULT]] restrict writable
 func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tensor<2x7x40xbf16>) -> tensor<?x40xbf16> {
   %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64, activation = #fff.activation<silu>}
@@ -95,18 +104,20 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 // -----
 
 // leaf_tree_ffn: each token is routed to its leaf in token order (zero goes
-// right), the tokens are sorted by leaf, and each computes its leaf's MLP:
+// right), four tokens walking together, the tokens are sorted by leaf, and
+// each computes its leaf's MLP:
 // 64 hidden units at a time as four vectors of FMAs over the row, then, for
 // each four output vectors held in registers, the scaled rows of w2 of the
 // block's units.
 // CHECK-LABEL: func.func @leaf
 // CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x96xf32>
 // CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
-// CHECK:         scf.parallel (%[[ROW:.*]]) =
-// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step
-// CHECK:             arith.cmpf oge
+// CHECK:         scf.parallel (%[[GROUP:.*]]) =
+// CHECK:           %[[ROW:.*]] = arith.muli %[[GROUP]], %c4
+// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step {{.*}} -> (index, index, index, index)
+// CHECK-COUNT-4:     arith.cmpf oge
 // CHECK:           memref.store %{{.*}}, %[[LEAVES]][%[[ROW]]]
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 3 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 3 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         memref.alloc() : memref<9xindex>
 // CHECK:         arith.shrui %{{.*}}, %c0

@@ -2,8 +2,8 @@
 //
 // The one place where the CPU lowering decides the shape of a tree layer's
 // loops: vector width and accumulators (as for the norms), from what size
-// its tokens are split across threads, and at which level tokens are
-// regrouped by the node they reached.
+// its tokens are split across threads, how many walk the tree together, and
+// at which level tokens are regrouped by the node they reached.
 //
 // Why regroup. Below the top levels, each token reads rows of weights that
 // few other tokens read, so a token-by-token walk streams most of its
@@ -53,6 +53,10 @@ struct CPUTreeStrategy : CPUVectorShape {
   /// The fewest multiply-adds a token loop must do to be split across
   /// threads.
   int64_t minParallelWork;
+  /// Tokens that walk the tree together, their dot products interleaved:
+  /// each level of one walk waits on the last, and another token's walk
+  /// fills the wait.
+  int64_t walkTokens;
 
   /// The strategy as an attribute, for `fff.strategy` on the token loops.
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
