@@ -194,7 +194,10 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096, 16384)):
 
     # Each implementation's rate is its own FLOP/s: the dense feedforward does
     # 4D / (depth+1) = 256x more arithmetic per token than the tree.
-    timers = fff_timers(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, repeat, tree_flops)
+    # The baselines' repetitions are few where one call takes a quarter of a
+    # second; fff-run's calls take milliseconds, and a median over a few
+    # more of them is steadier.
+    timers = fff_timers(tree, "tree", [x, w_in, b_in, w_out, b_out], 1, REPEAT, tree_flops)
     timers += [("numpy dense FF", lambda: median_ms(np_dense, repeat), dense_flops),
                ("numpy FFF (gathers)", lambda: median_ms(np_fff, repeat), tree_flops)]
     if torch is not None:
@@ -226,7 +229,7 @@ for batch in ((1, 128) if options.quick else (1, 128, 4096)):
     repeat = max(3, REPEAT if batch < 4096 else 3)
     dense_flops = 2 * batch * D * 4 * D * 2
     leaf_flops = 2 * batch * (LEAF_DEPTH * D + 2 * D * LEAF_WIDTH)
-    timers = fff_timers(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1, repeat,
+    timers = fff_timers(leaf, "leaf", [x, node_w, node_b, leaf_w1, leaf_b1, leaf_w2, leaf_b2], 1, REPEAT,
                         leaf_flops)
     timers += [("numpy dense FF", lambda: median_ms(lambda: erf_gelu_np(x @ w1 + b1) @ w2 + b2, repeat), dense_flops)]
     if torch is not None:

@@ -136,6 +136,64 @@ public:
         [&](Value j, Value mask) { block(j, 1, mask); });
   }
 
+  /// A level's term of each of several tokens: its scale, and the indices
+  /// of its row of weights.
+  using LevelTerm =
+      function_ref<std::pair<Value, SmallVector<Value>>(int64_t k, Value u)>;
+
+  /// addScaledRows for tokens rows[k] together, over terms u in [0,
+  /// count), term(k, u) giving token k's: the rows of the first `shared`
+  /// terms are the same for every token, and each of their vectors is
+  /// loaded once for all of them. Each token's sums are built in the order
+  /// addScaledRows builds them, so they have the same bits.
+  void addScaledRowsTogether(Value y, ValueRange rows, Value w, Value n,
+                             int64_t count, int64_t shared, LevelTerm term,
+                             RowStart start) {
+    int64_t tokens = rows.size();
+    auto block = [&](Value j, int64_t vectors, Value mask) {
+      SmallVector<Value> columns, totals;
+      for (int64_t v = 0; v < vectors; ++v)
+        columns.push_back(arith::AddIOp::create(b, j, index(v * lanes)));
+      // Token k's vector v is carried at k * vectors + v.
+      for (int64_t k = 0; k < tokens; ++k)
+        for (Value column : columns)
+          totals.push_back(start(column, mask));
+      auto overTerms = [&](int64_t from, int64_t to, bool sharedRows) {
+        auto terms = scf::ForOp::create(
+            b, index(from), index(to), index(1), totals,
+            [&](OpBuilder &nested, Location, Value u, ValueRange partial) {
+              BuildInside inside(b, nested);
+              SmallVector<Value> scales, weights;
+              for (int64_t k = 0; k < tokens; ++k) {
+                auto [scale, rowAt] = term(k, u);
+                scales.push_back(splat(scale));
+                if (k == 0 || !sharedRows)
+                  for (Value column : columns)
+                    weights.push_back(load(w, at(rowAt, column), mask));
+              }
+              SmallVector<Value> next;
+              for (auto [slot, total] : llvm::enumerate(partial)) {
+                int64_t k = int64_t(slot) / vectors;
+                int64_t v = int64_t(slot) % vectors;
+                Value weight = weights[(sharedRows ? 0 : k) * vectors + v];
+                next.push_back(
+                    math::FmaOp::create(b, scales[k], weight, total));
+              }
+              scf::YieldOp::create(b, next);
+            });
+        totals = llvm::to_vector_of<Value>(terms.getResults());
+      };
+      overTerms(0, shared, /*sharedRows=*/true);
+      overTerms(shared, count, /*sharedRows=*/false);
+      for (auto [slot, total] : llvm::enumerate(totals))
+        store(total, y, {rows[slot / vectors], columns[slot % vectors]}, mask);
+    };
+    forEachStep(
+        n, strategy.stepElements(),
+        [&](Value j) { block(j, strategy.accumulators, Value()); },
+        [&](Value j, Value mask) { block(j, 1, mask); });
+  }
+
   /// buffer[row, j] = f(buffer[row, j]) for j in [from, to), a vector at a
   /// time, the last one masked; `buffer` is f32.
   void mapInPlace(Value buffer, Value row, int64_t from, int64_t to,
@@ -411,6 +469,9 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       auto roots = [&](ValueRange walkRows) {
         return SmallVector<Value>(walkRows.size(), emit.index(0));
       };
+      auto fromBias = [&](Value column, Value mask) {
+        return bOut ? emit.load(bOut, {column}, mask) : emit.zeros();
+      };
       // The token's rows of w_out, scaled by the activations, in level
       // order, added to b_out (the first tree) or to the earlier trees'
       // sums; written to the result by the last tree. One pass over the
@@ -425,9 +486,6 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                   memref::LoadOp::create(b, pathScales, ValueRange{row, level});
               return std::make_pair(scale, SmallVector<Value>{tree, node});
             }};
-        auto fromBias = [&](Value column, Value mask) {
-          return bOut ? emit.load(bOut, {column}, mask) : emit.zeros();
-        };
         if (singleTree) {
           emit.addScaledRows(result, row, wOut, out, levelRows, fromBias);
           return;
@@ -451,6 +509,48 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
           emit.copy(result, row, sums, row, out);
           scf::YieldOp::create(b);
         });
+      };
+
+      // addPath for tokens walking together from the nodes `starts` of the
+      // sort level: where all start at one node, their paths share the
+      // levels above it, and each of those levels' weight vectors is
+      // loaded once for all of them.
+      auto addPaths = [&](ValueRange walkRows, ValueRange starts) {
+        if (!singleTree || walkRows.size() == 1) {
+          for (Value row : walkRows)
+            addPath(row);
+          return;
+        }
+        Value together;
+        for (Value start : starts.drop_front()) {
+          Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, start,
+                                             starts.front());
+          together = together ? arith::AndIOp::create(b, together, same) : same;
+        }
+        scf::IfOp::create(
+            b, together,
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              emit.addScaledRowsTogether(
+                  result, walkRows, wOut, out, levels, sortLevel + 1,
+                  [&](int64_t k, Value level) {
+                    Value row = walkRows[k];
+                    Value node = memref::LoadOp::create(b, pathNodes,
+                                                        ValueRange{row, level});
+                    Value scale = memref::LoadOp::create(
+                        b, pathScales, ValueRange{row, level});
+                    return std::make_pair(scale,
+                                          SmallVector<Value>{tree, node});
+                  },
+                  fromBias);
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              for (Value row : walkRows)
+                addPath(row);
+              scf::YieldOp::create(b);
+            });
       };
 
       if (sortLevel == 0) {
@@ -486,8 +586,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                   memref::LoadOp::create(b, nodes, walkRows.back()));
             }
             walkPaths(walkRows, starts, sortLevel, levels);
-            for (Value row : walkRows)
-              addPath(row);
+            addPaths(walkRows, starts);
           });
     });
     rewriter.replaceOp(op, emit.toTensor(result, resultType));

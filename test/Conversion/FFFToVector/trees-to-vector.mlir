@@ -59,6 +59,21 @@
 // CHECK:             %[[START:.*]] = memref.load %[[NODES]][%[[TOKEN]]]
 // CHECK:             scf.for %{{.*}} = %c5{{.*}} to %c12{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[START]], {{.*}}) -> (index, index, index, index)
 // CHECK:             math.erf %{{.*}} : vector<16xf32>
+// Tokens walking together from one node of level 5 share the path above
+// it: their output pass loads each weight vector of levels 0-5 once for all
+// four, then each token's own for levels 6-11, its sums in the same order.
+// CHECK:             arith.andi
+// CHECK:             %[[SAME:.*]] = arith.andi
+// CHECK-NEXT:        scf.if %[[SAME]] {
+// CHECK:               scf.for %{{.*}} step %c64
+// CHECK:                 scf.for %{{.*}} = %c0{{.*}} to %c6{{.*}} -> ({{(vector<16xf32>, )+}}vector<16xf32>)
+// CHECK-COUNT-4:           vector.load %{{.*}} : memref<1x4095x768xf32>, vector<16xf32>
+// CHECK-COUNT-16:          math.fma
+// CHECK:                 scf.for %{{.*}} = %c6{{.*}} to %c12{{.*}} -> ({{(vector<16xf32>, )+}}vector<16xf32>)
+// CHECK-COUNT-16:          vector.load %{{.*}} : memref<1x4095x768xf32>, vector<16xf32>
+// CHECK-COUNT-16:          math.fma
+// CHECK:                 vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
+// CHECK:             } else {
 // CHECK:             scf.for %{{.*}} step %c64
 // CHECK-COUNT-4:       vector.load %[[BOB]][%{{.*}}] : memref<768xf32>, vector<16xf32>
 // CHECK:               scf.for %{{.*}} = %c0{{.*}} to %c12{{.*}} step %{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
