@@ -1,7 +1,8 @@
 //===- TreesToVector.cpp - fff tree layers to CPU vector loops --*- C++ -*-===//
 //
 // The CPU pipeline's lowering of fff's tree layers: loops over tokens (split
-// across threads when large, RowLoops.h) whose bodies are vector code.
+// across threads when large, RowLoops.h) whose bodies are vector code, built
+// from the pieces in TokenEmitter.h.
 // convert-fff-to-loops keeps the scalar form as the reference; this one is
 // written for speed, with the same arithmetic per token:
 //
@@ -21,7 +22,7 @@
 
 #include "fff/Conversion/Passes.h"
 
-#include "VectorEmitter.h"
+#include "TokenEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
@@ -40,13 +41,6 @@ using namespace fff;
 
 namespace {
 
-/// `prefix` followed by `last`: the indices of a row's element.
-SmallVector<Value> at(ValueRange prefix, Value last) {
-  SmallVector<Value> indices(prefix);
-  indices.push_back(last);
-  return indices;
-}
-
 /// A static extent of `value`'s shaped type, or nullopt if dynamic.
 std::optional<int64_t> staticExtent(Value value, int64_t dim) {
   int64_t extent = cast<ShapedType>(value.getType()).getDimSize(dim);
@@ -54,297 +48,6 @@ std::optional<int64_t> staticExtent(Value value, int64_t dim) {
     return std::nullopt;
   return extent;
 }
-
-/// The vector code of one token's work, and the loops over tokens.
-class TokenEmitter : public VectorEmitter {
-public:
-  TokenEmitter(ImplicitLocOpBuilder &b, const CPUTreeStrategy &strategy)
-      : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
-
-  /// The dot products of rows rows[k] of x with rows wAts[k] of w, over
-  /// [0, n), interleaved, each into the strategy's accumulators (masked
-  /// lanes load zeros, whose products add nothing). A token's dot product
-  /// has the same bits whichever tokens it is interleaved with.
-  SmallVector<Value> dotEach(Value x, ValueRange rows, Value w,
-                             ArrayRef<SmallVector<Value>> wAts, Value n) {
-    return reduceEach(n, strategy.accumulators, rows.size(),
-                      [&](int64_t k, Value i, Value partial, Value mask) {
-                        return math::FmaOp::create(
-                                   b, load(x, {rows[k], i}, mask),
-                                   load(w, at(wAts[k], i), mask), partial)
-                            .getResult();
-                      });
-  }
-
-  /// `body(j, mask)` for each vector [j, j + lanes) of [0, n): the full ones
-  /// without a mask, `accumulators` of them a step (independent updates the
-  /// core can overlap), then the rest, the last one ragged and masked.
-  void forEachVector(Value n, function_ref<void(Value j, Value mask)> body) {
-    forEachStep(
-        n, strategy.stepElements(),
-        [&](Value j) {
-          for (int64_t k = 0; k < strategy.accumulators; ++k)
-            body(arith::AddIOp::create(b, j, index(k * lanes)), Value());
-        },
-        body);
-  }
-
-  /// Rows of a weight buffer to add, scaled, into a token's sums: for each
-  /// u in [0, count), `term(u)` gives the scale and the row's indices.
-  struct ScaledRows {
-    Value count;
-    std::function<std::pair<Value, SmallVector<Value>>(Value u)> term;
-  };
-
-  /// The f32 vector a row's sums start from at `column`, under `mask`.
-  using RowStart = function_ref<Value(Value column, Value mask)>;
-
-  /// y[row, j] = start(j) + the sum of scale * w[at..., j] over the terms of
-  /// `groups`, in order, for j in [0, n); `start` defaults to y[row, j].
-  /// Each `accumulators` output vectors stay in registers across all the
-  /// terms, so that y is read and written once, not once per term.
-  void addScaledRows(Value y, Value row, Value w, Value n,
-                     ArrayRef<ScaledRows> groups, RowStart start = nullptr) {
-    auto block = [&](Value j, int64_t vectors, Value mask) {
-      SmallVector<Value> columns, totals;
-      for (int64_t v = 0; v < vectors; ++v) {
-        columns.push_back(arith::AddIOp::create(b, j, index(v * lanes)));
-        totals.push_back(start ? start(columns.back(), mask)
-                               : load(y, {row, columns.back()}, mask));
-      }
-      for (const ScaledRows &group : groups) {
-        auto overTerms = scf::ForOp::create(
-            b, index(0), group.count, index(1), totals,
-            [&](OpBuilder &nested, Location, Value u, ValueRange partial) {
-              BuildInside inside(b, nested);
-              auto [scale, rowAt] = group.term(u);
-              Value scaleLanes = splat(scale);
-              SmallVector<Value> next;
-              for (auto [column, total] : llvm::zip(columns, partial))
-                next.push_back(math::FmaOp::create(
-                    b, scaleLanes, load(w, at(rowAt, column), mask), total));
-              scf::YieldOp::create(b, next);
-            });
-        totals = llvm::to_vector_of<Value>(overTerms.getResults());
-      }
-      for (auto [column, total] : llvm::zip(columns, totals))
-        store(total, y, {row, column}, mask);
-    };
-    forEachStep(
-        n, strategy.stepElements(),
-        [&](Value j) { block(j, strategy.accumulators, Value()); },
-        [&](Value j, Value mask) { block(j, 1, mask); });
-  }
-
-  /// A level's term of each of several tokens: its scale, and the indices
-  /// of its row of weights.
-  using LevelTerm =
-      function_ref<std::pair<Value, SmallVector<Value>>(int64_t k, Value u)>;
-
-  /// addScaledRows for tokens rows[k] together, over terms u in [0,
-  /// count), term(k, u) giving token k's: the rows of the first `shared`
-  /// terms are the same for every token, and each of their vectors is
-  /// loaded once for all of them. Each token's sums are built in the order
-  /// addScaledRows builds them, so they have the same bits.
-  void addScaledRowsTogether(Value y, ValueRange rows, Value w, Value n,
-                             int64_t count, int64_t shared, LevelTerm term,
-                             RowStart start) {
-    int64_t tokens = rows.size();
-    auto block = [&](Value j, int64_t vectors, Value mask) {
-      SmallVector<Value> columns, totals;
-      for (int64_t v = 0; v < vectors; ++v)
-        columns.push_back(arith::AddIOp::create(b, j, index(v * lanes)));
-      // Token k's vector v is carried at k * vectors + v.
-      for (int64_t k = 0; k < tokens; ++k)
-        for (Value column : columns)
-          totals.push_back(start(column, mask));
-      auto overTerms = [&](int64_t from, int64_t to, bool sharedRows) {
-        auto terms = scf::ForOp::create(
-            b, index(from), index(to), index(1), totals,
-            [&](OpBuilder &nested, Location, Value u, ValueRange partial) {
-              BuildInside inside(b, nested);
-              SmallVector<Value> scales, weights;
-              for (int64_t k = 0; k < tokens; ++k) {
-                auto [scale, rowAt] = term(k, u);
-                scales.push_back(splat(scale));
-                if (k == 0 || !sharedRows)
-                  for (Value column : columns)
-                    weights.push_back(load(w, at(rowAt, column), mask));
-              }
-              SmallVector<Value> next;
-              for (auto [slot, total] : llvm::enumerate(partial)) {
-                int64_t k = int64_t(slot) / vectors;
-                int64_t v = int64_t(slot) % vectors;
-                Value weight = weights[(sharedRows ? 0 : k) * vectors + v];
-                next.push_back(
-                    math::FmaOp::create(b, scales[k], weight, total));
-              }
-              scf::YieldOp::create(b, next);
-            });
-        totals = llvm::to_vector_of<Value>(terms.getResults());
-      };
-      overTerms(0, shared, /*sharedRows=*/true);
-      overTerms(shared, count, /*sharedRows=*/false);
-      for (auto [slot, total] : llvm::enumerate(totals))
-        store(total, y, {rows[slot / vectors], columns[slot % vectors]}, mask);
-    };
-    forEachStep(
-        n, strategy.stepElements(),
-        [&](Value j) { block(j, strategy.accumulators, Value()); },
-        [&](Value j, Value mask) { block(j, 1, mask); });
-  }
-
-  /// buffer[row, j] = f(buffer[row, j]) for j in [from, to), a vector at a
-  /// time, the last one masked; `buffer` is f32.
-  void mapInPlace(Value buffer, Value row, int64_t from, int64_t to,
-                  function_ref<Value(Value)> f) {
-    auto vector = [&](Value j, Value mask) {
-      Value column = arith::AddIOp::create(b, j, index(from));
-      store(f(load(buffer, {row, column}, mask)), buffer, {row, column}, mask);
-    };
-    forEachStep(
-        index(to - from), lanes, [&](Value j) { vector(j, Value()); }, vector);
-  }
-
-  /// dst[dstAt..., j] = src[srcAt..., j] (0 without a `src`) for j in [0,
-  /// n), converted to dst's element type.
-  void copy(Value dst, ValueRange dstAt, Value src, ValueRange srcAt, Value n) {
-    forEachVector(n, [&](Value j, Value mask) {
-      Value value = src ? load(src, at(srcAt, j), mask) : zeros();
-      store(value, dst, at(dstAt, j), mask);
-    });
-  }
-
-  /// buffer[indices], widened to f32.
-  Value loadScalar(Value buffer, ValueRange indices) {
-    Value value = memref::LoadOp::create(b, buffer, indices);
-    if (value.getType().isF32())
-      return value;
-    return arith::ExtFOp::create(b, b.getF32Type(), value);
-  }
-
-  /// 2 * node + 1 + (goRight ? 1 : 0): the child a routing decision picks.
-  Value child(Value node, Value goRight) {
-    Value right = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        arith::ExtUIOp::create(b, b.getI64Type(), goRight));
-    Value twice = arith::MulIOp::create(b, node, index(2));
-    return arith::AddIOp::create(b, arith::AddIOp::create(b, twice, index(1)),
-                                 right);
-  }
-
-  /// `for level in [from, to)`, threading the nodes that tokens walking
-  /// together are at through `step(level, nodes)`, which returns the next.
-  /// Returns the nodes reached.
-  SmallVector<Value> walkEach(
-      ValueRange nodes, int64_t from, int64_t to,
-      function_ref<SmallVector<Value>(Value level, ValueRange nodes)> step) {
-    if (from == to)
-      return SmallVector<Value>(nodes);
-    auto loop = scf::ForOp::create(
-        b, index(from), index(to), index(1), nodes,
-        [&](OpBuilder &nested, Location, Value level, ValueRange carried) {
-          BuildInside inside(b, nested);
-          scf::YieldOp::create(b, step(level, carried));
-        });
-    return SmallVector<Value>(loop.getResults());
-  }
-
-  /// forEachToken over groups of the strategy's walkTokens positions, then
-  /// over the positions left, one at a time: `body(positions)` builds a
-  /// group.
-  void forEachTokenGroup(Value rows, Value workPerToken,
-                         function_ref<void(ValueRange positions)> body) {
-    int64_t size = strategy.walkTokens;
-    Value groups = arith::DivUIOp::create(b, rows, index(size));
-    buildRowLoop(b, groups, arith::MulIOp::create(b, rows, workPerToken),
-                 strategy.minParallelWork, strategy.toAttr(b.getContext()),
-                 [&](Value group) {
-                   Value first = arith::MulIOp::create(b, group, index(size));
-                   SmallVector<Value> positions{first};
-                   for (int64_t k = 1; k < size; ++k)
-                     positions.push_back(
-                         arith::AddIOp::create(b, first, index(k)));
-                   body(positions);
-                 });
-    loop(arith::MulIOp::create(b, groups, index(size)), rows,
-         [&](Value position) { body(position); });
-  }
-
-  /// The loop over [0, rows) whose `body` builds one position; threaded when
-  /// it does at least the strategy's minimum of multiply-adds, counting
-  /// `workPerToken` for each.
-  void forEachToken(Value rows, Value workPerToken,
-                    function_ref<void(Value position)> body) {
-    buildRowLoop(b, rows, arith::MulIOp::create(b, rows, workPerToken),
-                 strategy.minParallelWork, strategy.toAttr(b.getContext()),
-                 body);
-  }
-
-  /// Fills `order` with [0, rows) sorted stably by `key(token)`, a bucket in
-  /// [0, buckets): a counting sort.
-  void sortTokens(Value order, Value rows, int64_t buckets,
-                  function_ref<Value(Value token)> key) {
-    Value counts = memref::AllocOp::create(
-        b, MemRefType::get({buckets + 1}, b.getIndexType()));
-    Value one = index(1);
-    loop(index(0), index(buckets + 1), [&](Value bucket) {
-      memref::StoreOp::create(b, index(0), counts, bucket);
-    });
-    // counts[k + 1] = tokens in bucket k; then counts[k] = the first
-    // position of bucket k.
-    loop(index(0), rows, [&](Value token) {
-      Value slot = arith::AddIOp::create(b, key(token), one);
-      Value count = memref::LoadOp::create(b, counts, slot);
-      memref::StoreOp::create(b, arith::AddIOp::create(b, count, one), counts,
-                              slot);
-    });
-    loop(index(0), index(buckets), [&](Value bucket) {
-      Value next = arith::AddIOp::create(b, bucket, one);
-      Value sum =
-          arith::AddIOp::create(b, memref::LoadOp::create(b, counts, bucket),
-                                memref::LoadOp::create(b, counts, next));
-      memref::StoreOp::create(b, sum, counts, next);
-    });
-    loop(index(0), rows, [&](Value token) {
-      Value bucket = key(token);
-      Value position = memref::LoadOp::create(b, counts, bucket);
-      memref::StoreOp::create(b, token, order, position);
-      memref::StoreOp::create(b, arith::AddIOp::create(b, position, one),
-                              counts, bucket);
-    });
-  }
-
-  /// The f32 sums of a tree layer's tokens, [rows, out], and its result:
-  /// the sums themselves in f32, else a buffer they are narrowed into.
-  std::pair<Value, Value> allocSums(RankedTensorType resultType, Value rows,
-                                    Value out) {
-    auto extent = [&](int64_t dim) { return dim == 0 ? rows : out; };
-    Value sums = alloc(resultType, b.getF32Type(), extent);
-    if (resultType.getElementType().isF32())
-      return {sums, sums};
-    return {sums, alloc(resultType, resultType.getElementType(), extent)};
-  }
-
-  /// A fresh index buffer of `rows` entries.
-  Value allocIndices(Value rows) {
-    return memref::AllocOp::create(
-        b, MemRefType::get({ShapedType::kDynamic}, b.getIndexType()),
-        ValueRange{rows});
-  }
-
-  /// `for i in [lower, upper)` with nothing carried.
-  void loop(Value lower, Value upper, function_ref<void(Value)> body) {
-    scf::ForOp::create(b, lower, upper, index(1), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value i, ValueRange) {
-                         BuildInside inside(b, nested);
-                         body(i);
-                         scf::YieldOp::create(b);
-                       });
-  }
-
-  const CPUTreeStrategy &strategy;
-};
 
 /// The bytes of one element of `value`'s shaped type.
 int64_t elementBytes(Value value) {
@@ -477,15 +180,18 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       // sums; written to the result by the last tree. One pass over the
       // output row, which is written once per tree and read only by the
       // next.
+      // Token `row`'s activation at `level`, and its row of w_out there.
+      auto pathTerm = [&](Value row, Value level) {
+        Value node =
+            memref::LoadOp::create(b, pathNodes, ValueRange{row, level});
+        Value scale =
+            memref::LoadOp::create(b, pathScales, ValueRange{row, level});
+        return std::make_pair(scale, SmallVector<Value>{tree, node});
+      };
       auto addPath = [&](Value row) {
         TokenEmitter::ScaledRows levelRows{
-            emit.index(levels), [&](Value level) {
-              Value node =
-                  memref::LoadOp::create(b, pathNodes, ValueRange{row, level});
-              Value scale =
-                  memref::LoadOp::create(b, pathScales, ValueRange{row, level});
-              return std::make_pair(scale, SmallVector<Value>{tree, node});
-            }};
+            emit.index(levels),
+            [&](Value level) { return pathTerm(row, level); }};
         if (singleTree) {
           emit.addScaledRows(result, row, wOut, out, levelRows, fromBias);
           return;
@@ -534,13 +240,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
               emit.addScaledRowsTogether(
                   result, walkRows, wOut, out, levels, sortLevel + 1,
                   [&](int64_t k, Value level) {
-                    Value row = walkRows[k];
-                    Value node = memref::LoadOp::create(b, pathNodes,
-                                                        ValueRange{row, level});
-                    Value scale = memref::LoadOp::create(
-                        b, pathScales, ValueRange{row, level});
-                    return std::make_pair(scale,
-                                          SmallVector<Value>{tree, node});
+                    return pathTerm(walkRows[k], level);
                   },
                   fromBias);
               scf::YieldOp::create(b);
