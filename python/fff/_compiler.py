@@ -43,10 +43,10 @@ def compile(ir, target="cpu", **pipeline_options):
     all cores; results are the same for any N), `vector_bits`, `reference`,
     `raise_`, `gpu_twin` and `buffer_cache` (on by default: buffers come
     from fff's host buffer cache, which keeps freed ones, results included,
-    for later calls; see set_buffer_cache_limit). target="cuda": --fff-gpu-pipeline, kernels as
-    PTX for the CUDA driver (FFF_CUDA_DRIVER or libcuda.so.1) and host code
-    JIT-compiled; options `chip`, `features`, `opt_level`, `tree_variant`,
-    `tree_staging`.
+    for later calls; see set_buffer_cache_limit). target="cuda":
+    --fff-gpu-pipeline, kernels as PTX for the CUDA driver (FFF_CUDA_DRIVER
+    or libcuda.so.1) and host code JIT-compiled; options `chip`, `features`,
+    `opt_level`, `tree_variant`, `tree_staging`.
     """
     if target not in _PIPELINES:
         raise FFFError(f"unknown target '{target}': expected 'cpu' or 'cuda'")
