@@ -134,6 +134,8 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
     - `fff.leaf_tree_ffn`: every token is routed to its leaf; the tokens are
       sorted by leaf (by the leaf's ancestor at level 10 for deeper trees),
       and each computes its leaf's MLP, a vector of hidden units at a time.
+      Four tokens in a row that reached one leaf compute it together, each
+      vector of `w1` and `w2` loaded once for the four.
 
     Each token's arithmetic, and the order of its sums, is the same whatever
     the grouping and the thread split, so neither changes a bit of the

@@ -121,20 +121,26 @@ public:
         [&](mlir::Value j, mlir::Value mask) { block(j, 1, mask); });
   }
 
-  /// A level's term of each of several tokens: its scale, and the indices
-  /// of its row of weights.
-  using LevelTerm =
-      llvm::function_ref<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
-          int64_t k, mlir::Value u)>;
+  /// Terms u in [from, to) of several tokens: term(k, u) gives token k's
+  /// scale and the indices of its row of weights. With `sharedRows`, that
+  /// row is the same for every token, and each of its vectors is loaded
+  /// once for all of them.
+  struct TermsTogether {
+    mlir::Value from, to;
+    bool sharedRows;
+    std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
+        int64_t k, mlir::Value u)>
+        term;
+  };
 
-  /// addScaledRows for tokens rows[k] together, over terms u in [0,
-  /// count), term(k, u) giving token k's: the rows of the first `shared`
-  /// terms are the same for every token, and each of their vectors is
-  /// loaded once for all of them. Each token's sums are built in the order
-  /// addScaledRows builds them, so they have the same bits.
+  /// addScaledRows for tokens rows[k] together, over the terms of `groups`
+  /// in order; `start` defaults to y[rows[k], j]. Each token's sums are
+  /// built in the order addScaledRows builds them, so they have the same
+  /// bits.
   void addScaledRowsTogether(mlir::Value y, mlir::ValueRange rows,
-                             mlir::Value w, mlir::Value n, int64_t count,
-                             int64_t shared, LevelTerm term, RowStart start) {
+                             mlir::Value w, mlir::Value n,
+                             llvm::ArrayRef<TermsTogether> groups,
+                             RowStart start = nullptr) {
     int64_t tokens = rows.size();
     auto block = [&](mlir::Value j, int64_t vectors, mlir::Value mask) {
       llvm::SmallVector<mlir::Value> columns, totals;
@@ -143,18 +149,19 @@ public:
       // Token k's vector v is carried at k * vectors + v.
       for (int64_t k = 0; k < tokens; ++k)
         for (mlir::Value column : columns)
-          totals.push_back(start(column, mask));
-      auto overTerms = [&](int64_t from, int64_t to, bool sharedRows) {
+          totals.push_back(start ? start(column, mask)
+                                 : load(y, {rows[k], column}, mask));
+      for (const TermsTogether &group : groups) {
         auto terms = mlir::scf::ForOp::create(
-            b, index(from), index(to), index(1), totals,
+            b, group.from, group.to, index(1), totals,
             [&](mlir::OpBuilder &nested, mlir::Location, mlir::Value u,
                 mlir::ValueRange partial) {
               BuildInside inside(b, nested);
               llvm::SmallVector<mlir::Value> scales, weights;
               for (int64_t k = 0; k < tokens; ++k) {
-                auto [scale, rowAt] = term(k, u);
+                auto [scale, rowAt] = group.term(k, u);
                 scales.push_back(splat(scale));
-                if (k == 0 || !sharedRows)
+                if (k == 0 || !group.sharedRows)
                   for (mlir::Value column : columns)
                     weights.push_back(load(w, at(rowAt, column), mask));
               }
@@ -163,16 +170,14 @@ public:
                 int64_t k = int64_t(slot) / vectors;
                 int64_t v = int64_t(slot) % vectors;
                 mlir::Value weight =
-                    weights[(sharedRows ? 0 : k) * vectors + v];
+                    weights[(group.sharedRows ? 0 : k) * vectors + v];
                 next.push_back(
                     mlir::math::FmaOp::create(b, scales[k], weight, total));
               }
               mlir::scf::YieldOp::create(b, next);
             });
         totals = llvm::to_vector_of<mlir::Value>(terms.getResults());
-      };
-      overTerms(0, shared, /*sharedRows=*/true);
-      overTerms(shared, count, /*sharedRows=*/false);
+      }
       for (auto [slot, total] : llvm::enumerate(totals))
         store(total, y, {rows[slot / vectors], columns[slot % vectors]}, mask);
     };

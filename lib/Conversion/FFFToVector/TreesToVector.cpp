@@ -221,12 +221,22 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       // sort level: where all start at one node, their paths share the
       // levels above it, and each of those levels' weight vectors is
       // loaded once for all of them.
-      auto addPaths = [&](ValueRange walkRows, ValueRange starts) {
-        if (!singleTree || walkRows.size() == 1) {
-          for (Value row : walkRows)
-            addPath(row);
-          return;
-        }
+      // addPath for the tokens at consecutive `positions`, one at a time in
+      // a loop, so that the output pass's code is emitted once.
+      auto addPathsInTurn = [&](ValueRange positions,
+                                function_ref<Value(Value)> rowAt) {
+        Value end = arith::AddIOp::create(b, positions.front(),
+                                          emit.index(positions.size()));
+        emit.loop(positions.front(), end,
+                  [&](Value position) { addPath(rowAt(position)); });
+      };
+      auto sortedRow = [&](Value position) -> Value {
+        return memref::LoadOp::create(b, order, position);
+      };
+      auto addPaths = [&](ValueRange positions, ValueRange walkRows,
+                          ValueRange starts) {
+        if (!singleTree || walkRows.size() == 1)
+          return addPathsInTurn(positions, sortedRow);
         Value together;
         for (Value start : starts.drop_front()) {
           Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, start,
@@ -237,18 +247,21 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
             b, together,
             [&](OpBuilder &nested, Location) {
               BuildInside inside(b, nested);
+              // The levels down to the sort level's are shared.
+              auto term = [&](int64_t k, Value level) {
+                return pathTerm(walkRows[k], level);
+              };
+              Value shared = emit.index(sortLevel + 1);
               emit.addScaledRowsTogether(
-                  result, walkRows, wOut, out, levels, sortLevel + 1,
-                  [&](int64_t k, Value level) {
-                    return pathTerm(walkRows[k], level);
-                  },
+                  result, walkRows, wOut, out,
+                  {{emit.index(0), shared, /*sharedRows=*/true, term},
+                   {shared, emit.index(levels), /*sharedRows=*/false, term}},
                   fromBias);
               scf::YieldOp::create(b);
             },
             [&](OpBuilder &nested, Location) {
               BuildInside inside(b, nested);
-              for (Value row : walkRows)
-                addPath(row);
+              addPathsInTurn(positions, sortedRow);
               scf::YieldOp::create(b);
             });
       };
@@ -257,8 +270,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         emit.forEachTokenGroup(
             rows, workOf(levels, levels), [&](ValueRange walkRows) {
               walkPaths(walkRows, roots(walkRows), 0, levels);
-              for (Value row : walkRows)
-                addPath(row);
+              addPathsInTurn(walkRows, [](Value position) { return position; });
             });
         return;
       }
@@ -286,7 +298,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                   memref::LoadOp::create(b, nodes, walkRows.back()));
             }
             walkPaths(walkRows, starts, sortLevel, levels);
-            addPaths(walkRows, starts);
+            addPaths(positions, walkRows, starts);
           });
     });
     rewriter.replaceOp(op, emit.toTensor(result, resultType));
@@ -369,12 +381,13 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                       });
     }
 
-    Value leafWork = arith::MulIOp::create(b, hiddenWidth,
-                                           arith::AddIOp::create(b, in, out));
-    emit.forEachToken(rows, leafWork, [&](Value position) {
-      Value row = order ? memref::LoadOp::create(b, order, position) : position;
-      Value leaf = memref::LoadOp::create(b, leaves, row);
-      emit.copy(sums, row, b2, leaf, out);
+    // The MLP of leaf `leaf` for tokens `tokenRows`, which all reached it:
+    // each weight vector is loaded once for all of them, and each token's
+    // sums are built in the order they are built for it alone.
+    auto leafMLP = [&](ValueRange tokenRows, Value leaf) {
+      int64_t tokens = tokenRows.size();
+      for (Value row : tokenRows)
+        emit.copy(sums, row, b2, leaf, out);
       // hidden units [h, h + lanes * count): b1 + x @ w1, with `count`
       // independent vectors (masked under `mask` when the last is
       // ragged); then each unit's activation scales its row of w2 into the
@@ -383,22 +396,34 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
       // that FMAs still do not wait on one another.
       auto hiddenBlock = [&](Value h, int64_t count, Value mask) {
         int64_t chains = std::max<int64_t>(1, strategy.accumulators / count);
-        SmallVector<Value> columns, init;
-        for (int64_t k = 0; k < count; ++k) {
+        SmallVector<Value> columns;
+        for (int64_t k = 0; k < count; ++k)
           columns.push_back(arith::AddIOp::create(b, h, emit.index(k * lanes)));
-          init.push_back(emit.load(b1, {leaf, columns.back()}, mask));
-          init.append(chains - 1, emit.zeros());
-        }
-        // partial[k * chains + c] += x[row, i + c] * w1[leaf, i + c, column k]
+        // Token t's partial sum c of column k is carried at
+        // (t * count + k) * chains + c.
+        auto slot = [&](int64_t t, int64_t k, int64_t c) {
+          return (t * count + k) * chains + c;
+        };
+        SmallVector<Value> init;
+        for (int64_t t = 0; t < tokens; ++t)
+          for (Value column : columns) {
+            init.push_back(emit.load(b1, {leaf, column}, mask));
+            init.append(chains - 1, emit.zeros());
+          }
+        // partial[t, k, c] += x[row t, i + c] * w1[leaf, i + c, column k]
         auto accumulate = [&](Value i, ValueRange partial, int64_t used) {
           SmallVector<Value> next(partial);
           for (int64_t c = 0; c < used; ++c) {
             Value ic = arith::AddIOp::create(b, i, emit.index(c));
-            Value xi = emit.splat(emit.loadScalar(x, {row, ic}));
-            for (auto [k, column] : llvm::enumerate(columns)) {
-              Value &acc = next[k * chains + c];
-              acc = math::FmaOp::create(
-                  b, xi, emit.load(w1, {leaf, ic, column}, mask), acc);
+            SmallVector<Value> weights;
+            for (Value column : columns)
+              weights.push_back(emit.load(w1, {leaf, ic, column}, mask));
+            for (auto [t, row] : llvm::enumerate(tokenRows)) {
+              Value xi = emit.splat(emit.loadScalar(x, {row, ic}));
+              for (int64_t k = 0; k < count; ++k) {
+                Value &acc = next[slot(t, k, c)];
+                acc = math::FmaOp::create(b, xi, weights[k], acc);
+              }
             }
           }
           return next;
@@ -416,40 +441,85 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
               BuildInside inside(b, nested);
               scf::YieldOp::create(b, accumulate(i, partial, 1));
             });
-        SmallVector<Value> sumsOfColumns;
-        for (int64_t k = 0; k < count; ++k) {
-          Value total = rest.getResult(k * chains);
-          for (int64_t c = 1; c < chains; ++c)
-            total =
-                arith::AddFOp::create(b, total, rest.getResult(k * chains + c));
-          sumsOfColumns.push_back(total);
-        }
-        // Each unit's activation scales its row of w2 into the token's
-        // sums.
-        SmallVector<TokenEmitter::ScaledRows> unitRows;
-        for (auto [k, hidden] : llvm::enumerate(sumsOfColumns)) {
-          Value first = columns[k];
-          Value activated =
-              buildActivation(b, b.getLoc(), op.getActivation(), hidden);
+        // activated[t][k]: token t's activations of the units of column k.
+        SmallVector<SmallVector<Value>> activated(tokens);
+        for (int64_t t = 0; t < tokens; ++t)
+          for (int64_t k = 0; k < count; ++k) {
+            Value total = rest.getResult(slot(t, k, 0));
+            for (int64_t c = 1; c < chains; ++c)
+              total = arith::AddFOp::create(b, total,
+                                            rest.getResult(slot(t, k, c)));
+            activated[t].push_back(
+                buildActivation(b, b.getLoc(), op.getActivation(), total));
+          }
+        // Each unit's activation scales its row of w2, which the tokens
+        // share, into each token's sums.
+        SmallVector<TokenEmitter::TermsTogether> unitRows;
+        for (auto [k, first] : llvm::enumerate(columns)) {
           Value units = arith::MinUIOp::create(
               b, emit.index(lanes),
               arith::SubIOp::create(b, hiddenWidth, first));
           unitRows.push_back(
-              {units, [&, activated, first](Value u) {
-                 Value scale =
-                     vector::ExtractOp::create(b, activated, OpFoldResult(u));
+              {emit.index(0), units, /*sharedRows=*/true,
+               [&, k = k, first = first](int64_t t, Value u) {
+                 Value scale = vector::ExtractOp::create(b, activated[t][k],
+                                                         OpFoldResult(u));
                  Value unit = arith::AddIOp::create(b, first, u);
                  return std::make_pair(scale, SmallVector<Value>{leaf, unit});
                }});
         }
-        emit.addScaledRows(sums, row, w2, out, unitRows);
+        emit.addScaledRowsTogether(sums, tokenRows, w2, out, unitRows);
       };
       emit.forEachStep(
           hiddenWidth, strategy.stepElements(),
           [&](Value h) { hiddenBlock(h, strategy.accumulators, Value()); },
           [&](Value h, Value mask) { hiddenBlock(h, 1, mask); });
       if (result != sums)
-        emit.copy(result, row, sums, row, out);
+        for (Value row : tokenRows)
+          emit.copy(result, row, sums, row, out);
+    };
+
+    // Tokens walking together that reached one leaf compute its MLP
+    // together; others, each alone.
+    Value leafWork = arith::MulIOp::create(b, hiddenWidth,
+                                           arith::AddIOp::create(b, in, out));
+    auto rowAt = [&](Value position) -> Value {
+      return order ? memref::LoadOp::create(b, order, position).getResult()
+                   : position;
+    };
+    emit.forEachTokenGroup(rows, leafWork, [&](ValueRange positions) {
+      SmallVector<Value> tokenRows, tokenLeaves;
+      for (Value position : positions) {
+        tokenRows.push_back(rowAt(position));
+        tokenLeaves.push_back(
+            memref::LoadOp::create(b, leaves, tokenRows.back()));
+      }
+      if (positions.size() == 1)
+        return leafMLP(tokenRows, tokenLeaves.front());
+      Value together;
+      for (Value leaf : ArrayRef<Value>(tokenLeaves).drop_front()) {
+        Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, leaf,
+                                           tokenLeaves.front());
+        together = together ? arith::AndIOp::create(b, together, same) : same;
+      }
+      scf::IfOp::create(
+          b, together,
+          [&](OpBuilder &nested, Location) {
+            BuildInside inside(b, nested);
+            leafMLP(tokenRows, tokenLeaves.front());
+            scf::YieldOp::create(b);
+          },
+          [&](OpBuilder &nested, Location) {
+            BuildInside inside(b, nested);
+            // One token at a time, in a loop: one copy of the code.
+            Value end = arith::AddIOp::create(b, positions.front(),
+                                              emit.index(positions.size()));
+            emit.loop(positions.front(), end, [&](Value position) {
+              Value row = rowAt(position);
+              leafMLP(row, memref::LoadOp::create(b, leaves, row));
+            });
+            scf::YieldOp::create(b);
+          });
     });
     rewriter.replaceOp(op, emit.toTensor(result, resultType));
     return success();

@@ -120,10 +120,9 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 
 // leaf_tree_ffn: each token is routed to its leaf in token order (zero goes
 // right), four tokens walking together, the tokens are sorted by leaf, and
-// each computes its leaf's MLP:
-// 64 hidden units at a time as four vectors of FMAs over the row, then, for
-// each four output vectors held in registers, the scaled rows of w2 of the
-// block's units.
+// each computes its leaf's MLP: 64 hidden units at a time as four vectors of
+// FMAs over the row, then, for each four output vectors held in registers,
+// the scaled rows of w2 of the block's units.
 // CHECK-LABEL: func.func @leaf
 // CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x96xf32>
 // CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
@@ -137,24 +136,39 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 // CHECK:         memref.alloc() : memref<9xindex>
 // CHECK:         arith.shrui %{{.*}}, %c0
 // CHECK:         memref.store %{{.*}}, %[[ORDER]]
-// CHECK:         scf.parallel (%[[POSITION:.*]]) =
+// Tokens are then taken four at a time: when all four reached one leaf,
+// they compute its MLP together, each vector of w1 and w2 loaded once for
+// the four (4 tokens x 4 vectors of hidden units: 16 partial sums);
+// otherwise each alone, in a loop.
+// CHECK:         scf.parallel (%[[GROUP:.*]]) =
+// CHECK:           %[[POSITION:.*]] = arith.muli %[[GROUP]], %c4
 // CHECK:           %[[TOKEN:.*]] = memref.load %[[ORDER]][%[[POSITION]]]
 // CHECK:           %[[LEAF:.*]] = memref.load %[[LEAVES]][%[[TOKEN]]]
-// CHECK:           scf.for %{{.*}} step %c64
-// CHECK:             scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK-COUNT-4:       math.fma
-// CHECK:             math.tanh
+// CHECK:           arith.andi
+// CHECK:           %[[TOGETHER:.*]] = arith.andi
+// CHECK-NEXT:      scf.if %[[TOGETHER]] {
 // CHECK:             scf.for %{{.*}} step %c64
-// CHECK-COUNT-4:       vector.load %[[SUMS]][%[[TOKEN]], %{{.*}}]
-// CHECK:               scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK:                 vector.extract %{{.*}}[%{{.*}}] : f32 from vector<16xf32>
-// CHECK-COUNT-4:         math.fma
-// CHECK-COUNT-4:       vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
-// A ragged last block of hidden units: one masked vector, whose sum over
-// the row keeps four partial sums.
-// CHECK:           scf.for %{{.*}} step %c16
-// CHECK:             vector.create_mask
-// CHECK:             scf.for {{.*}} step %c4{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:               scf.for {{.*}} -> ({{(vector<16xf32>, )+}}vector<16xf32>)
+// CHECK-COUNT-4:         vector.load %{{.*}}[%[[LEAF]], %{{.*}}, %{{.*}}] : memref<8x96x100xf32>, vector<16xf32>
+// CHECK-COUNT-16:        math.fma
+// CHECK:               math.tanh
+// CHECK:               scf.for %{{.*}} step %c64
+// CHECK:                 scf.for {{.*}} -> ({{(vector<16xf32>, )+}}vector<16xf32>)
+// CHECK:                   vector.extract %{{.*}}[%{{.*}}] : f32 from vector<16xf32>
+// CHECK-COUNT-4:           vector.load %{{.*}}[%[[LEAF]], %{{.*}}, %{{.*}}] : memref<8x100x96xf32>, vector<16xf32>
+// CHECK-COUNT-16:          math.fma
+// CHECK:                 vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}]
+// A ragged last block of hidden units: one masked vector per token, whose
+// sum over the row keeps four partial sums.
+// CHECK:               scf.for %{{.*}} step %c16
+// CHECK:                 vector.create_mask
+// CHECK:                 scf.for {{.*}} step %c4{{.*}} -> ({{(vector<16xf32>, )+}}vector<16xf32>)
+// CHECK:           } else {
+// CHECK:             scf.for %{{.*}} = %[[POSITION]] to
+// CHECK:               memref.load %[[ORDER]]
+// CHECK:               scf.for %{{.*}} step %c64
+// CHECK:                 scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4:           math.fma
 func.func @leaf(%x: tensor<?x96xf32>, %nw: tensor<7x96xf32>, %nb: tensor<7xf32>, %w1: tensor<8x96x100xf32>,
                 %b1: tensor<8x100xf32>, %w2: tensor<8x100x96xf32>, %b2: tensor<8x96xf32>) -> tensor<?x96xf32> {
   %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 3 : i64, activation = #fff.activation<gelu_tanh>}
