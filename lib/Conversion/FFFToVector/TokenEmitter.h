@@ -69,63 +69,15 @@ public:
         body);
   }
 
-  /// Rows of a weight buffer to add, scaled, into a token's sums: for each
-  /// u in [0, count), `term(u)` gives the scale and the row's indices.
-  struct ScaledRows {
-    mlir::Value count;
-    std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
-        mlir::Value u)>
-        term;
-  };
-
   /// The f32 vector a row's sums start from at `column`, under `mask`.
   using RowStart =
       llvm::function_ref<mlir::Value(mlir::Value column, mlir::Value mask)>;
 
-  /// y[row, j] = start(j) + the sum of scale * w[at..., j] over the terms of
-  /// `groups`, in order, for j in [0, n); `start` defaults to y[row, j].
-  /// Each `accumulators` output vectors stay in registers across all the
-  /// terms, so that y is read and written once, not once per term.
-  void addScaledRows(mlir::Value y, mlir::Value row, mlir::Value w,
-                     mlir::Value n, llvm::ArrayRef<ScaledRows> groups,
-                     RowStart start = nullptr) {
-    auto block = [&](mlir::Value j, int64_t vectors, mlir::Value mask) {
-      llvm::SmallVector<mlir::Value> columns, totals;
-      for (int64_t v = 0; v < vectors; ++v) {
-        columns.push_back(mlir::arith::AddIOp::create(b, j, index(v * lanes)));
-        totals.push_back(start ? start(columns.back(), mask)
-                               : load(y, {row, columns.back()}, mask));
-      }
-      for (const ScaledRows &group : groups) {
-        auto overTerms = mlir::scf::ForOp::create(
-            b, index(0), group.count, index(1), totals,
-            [&](mlir::OpBuilder &nested, mlir::Location, mlir::Value u,
-                mlir::ValueRange partial) {
-              BuildInside inside(b, nested);
-              auto [scale, rowAt] = group.term(u);
-              mlir::Value scaleLanes = splat(scale);
-              llvm::SmallVector<mlir::Value> next;
-              for (auto [column, total] : llvm::zip(columns, partial))
-                next.push_back(mlir::math::FmaOp::create(
-                    b, scaleLanes, load(w, at(rowAt, column), mask), total));
-              mlir::scf::YieldOp::create(b, next);
-            });
-        totals = llvm::to_vector_of<mlir::Value>(overTerms.getResults());
-      }
-      for (auto [column, total] : llvm::zip(columns, totals))
-        store(total, y, {row, column}, mask);
-    };
-    forEachStep(
-        n, strategy.stepElements(),
-        [&](mlir::Value j) { block(j, strategy.accumulators, mlir::Value()); },
-        [&](mlir::Value j, mlir::Value mask) { block(j, 1, mask); });
-  }
-
-  /// Terms u in [from, to) of several tokens: term(k, u) gives token k's
-  /// scale and the indices of its row of weights. With `sharedRows`, that
-  /// row is the same for every token, and each of its vectors is loaded
-  /// once for all of them.
-  struct TermsTogether {
+  /// Rows of a weight buffer to add, scaled, into the sums of one or more
+  /// tokens: for u in [from, to), term(k, u) gives token k's scale and the
+  /// indices of its row. With `sharedRows`, that row is the same for every
+  /// token, and each of its vectors is loaded once for all of them.
+  struct ScaledRows {
     mlir::Value from, to;
     bool sharedRows;
     std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
@@ -133,14 +85,15 @@ public:
         term;
   };
 
-  /// addScaledRows for tokens rows[k] together, over the terms of `groups`
-  /// in order; `start` defaults to y[rows[k], j]. Each token's sums are
-  /// built in the order addScaledRows builds them, so they have the same
-  /// bits.
-  void addScaledRowsTogether(mlir::Value y, mlir::ValueRange rows,
-                             mlir::Value w, mlir::Value n,
-                             llvm::ArrayRef<TermsTogether> groups,
-                             RowStart start = nullptr) {
+  /// y[rows[k], j] = start(j) + the sum of scale * w[row..., j] over the
+  /// terms of `groups`, in order, for j in [0, n) and each token k; `start`
+  /// defaults to y[rows[k], j]. Each token's `accumulators` output vectors
+  /// stay in registers across all the terms, so that y is read and written
+  /// once, not once per term. A token's sums are built in the same order
+  /// whichever tokens share the call, so they have the same bits.
+  void addScaledRows(mlir::Value y, mlir::ValueRange rows, mlir::Value w,
+                     mlir::Value n, llvm::ArrayRef<ScaledRows> groups,
+                     RowStart start = nullptr) {
     int64_t tokens = rows.size();
     auto block = [&](mlir::Value j, int64_t vectors, mlir::Value mask) {
       llvm::SmallVector<mlir::Value> columns, totals;
@@ -151,7 +104,7 @@ public:
         for (mlir::Value column : columns)
           totals.push_back(start ? start(column, mask)
                                  : load(y, {rows[k], column}, mask));
-      for (const TermsTogether &group : groups) {
+      for (const ScaledRows &group : groups) {
         auto terms = mlir::scf::ForOp::create(
             b, group.from, group.to, index(1), totals,
             [&](mlir::OpBuilder &nested, mlir::Location, mlir::Value u,

@@ -190,8 +190,8 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       };
       auto addPath = [&](Value row) {
         TokenEmitter::ScaledRows levelRows{
-            emit.index(levels),
-            [&](Value level) { return pathTerm(row, level); }};
+            emit.index(0), emit.index(levels), /*sharedRows=*/false,
+            [&](int64_t, Value level) { return pathTerm(row, level); }};
         if (singleTree) {
           emit.addScaledRows(result, row, wOut, out, levelRows, fromBias);
           return;
@@ -252,7 +252,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                 return pathTerm(walkRows[k], level);
               };
               Value shared = emit.index(sortLevel + 1);
-              emit.addScaledRowsTogether(
+              emit.addScaledRows(
                   result, walkRows, wOut, out,
                   {{emit.index(0), shared, /*sharedRows=*/true, term},
                    {shared, emit.index(levels), /*sharedRows=*/false, term}},
@@ -454,7 +454,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
           }
         // Each unit's activation scales its row of w2, which the tokens
         // share, into each token's sums.
-        SmallVector<TokenEmitter::TermsTogether> unitRows;
+        SmallVector<TokenEmitter::ScaledRows> unitRows;
         for (auto [k, first] : llvm::enumerate(columns)) {
           Value units = arith::MinUIOp::create(
               b, emit.index(lanes),
@@ -468,7 +468,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                  return std::make_pair(scale, SmallVector<Value>{leaf, unit});
                }});
         }
-        emit.addScaledRowsTogether(sums, tokenRows, w2, out, unitRows);
+        emit.addScaledRows(sums, tokenRows, w2, out, unitRows);
       };
       emit.forEachStep(
           hiddenWidth, strategy.stepElements(),
