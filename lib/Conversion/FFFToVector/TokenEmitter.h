@@ -181,6 +181,17 @@ public:
         b, mlir::arith::AddIOp::create(b, twice, index(1)), right);
   }
 
+  /// Whether all of `values` (indices, two or more) are equal.
+  mlir::Value allEqual(mlir::ValueRange values) {
+    mlir::Value all;
+    for (mlir::Value value : values.drop_front()) {
+      mlir::Value same = mlir::arith::CmpIOp::create(
+          b, mlir::arith::CmpIPredicate::eq, value, values.front());
+      all = all ? mlir::arith::AndIOp::create(b, all, same) : same;
+    }
+    return all;
+  }
+
   /// `for level in [from, to)`, threading the nodes that tokens walking
   /// together are at through `step(level, nodes)`, which returns the next.
   /// Returns the nodes reached.

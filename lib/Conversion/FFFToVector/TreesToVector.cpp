@@ -237,14 +237,8 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                           ValueRange starts) {
         if (!singleTree || walkRows.size() == 1)
           return addPathsInTurn(positions, sortedRow);
-        Value together;
-        for (Value start : starts.drop_front()) {
-          Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, start,
-                                             starts.front());
-          together = together ? arith::AndIOp::create(b, together, same) : same;
-        }
         scf::IfOp::create(
-            b, together,
+            b, emit.allEqual(starts),
             [&](OpBuilder &nested, Location) {
               BuildInside inside(b, nested);
               // The levels down to the sort level's are shared.
@@ -496,14 +490,8 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
       }
       if (positions.size() == 1)
         return leafMLP(tokenRows, tokenLeaves.front());
-      Value together;
-      for (Value leaf : ArrayRef<Value>(tokenLeaves).drop_front()) {
-        Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, leaf,
-                                           tokenLeaves.front());
-        together = together ? arith::AndIOp::create(b, together, same) : same;
-      }
       scf::IfOp::create(
-          b, together,
+          b, emit.allEqual(tokenLeaves),
           [&](OpBuilder &nested, Location) {
             BuildInside inside(b, nested);
             leafMLP(tokenRows, tokenLeaves.front());
