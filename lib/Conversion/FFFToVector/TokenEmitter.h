@@ -212,9 +212,10 @@ public:
     return llvm::SmallVector<mlir::Value>(loop.getResults());
   }
 
-  /// forEachToken over groups of the strategy's walkTokens positions, then
-  /// over the positions left, one at a time: `body(positions)` builds a
-  /// group.
+  /// The loop over groups of the strategy's walkTokens consecutive
+  /// positions of [0, rows), threaded when it does at least the strategy's
+  /// minimum of multiply-adds, counting `workPerToken` for each; then the
+  /// positions left, one at a time. `body(positions)` builds a group.
   void
   forEachTokenGroup(mlir::Value rows, mlir::Value workPerToken,
                     llvm::function_ref<void(mlir::ValueRange positions)> body) {
@@ -233,16 +234,6 @@ public:
                  });
     loop(mlir::arith::MulIOp::create(b, groups, index(size)), rows,
          [&](mlir::Value position) { body(position); });
-  }
-
-  /// The loop over [0, rows) whose `body` builds one position; threaded when
-  /// it does at least the strategy's minimum of multiply-adds, counting
-  /// `workPerToken` for each.
-  void forEachToken(mlir::Value rows, mlir::Value workPerToken,
-                    llvm::function_ref<void(mlir::Value position)> body) {
-    buildRowLoop(b, rows, mlir::arith::MulIOp::create(b, rows, workPerToken),
-                 strategy.minParallelWork, strategy.toAttr(b.getContext()),
-                 body);
   }
 
   /// Fills `order` with [0, rows) sorted stably by `key(token)`, a bucket in
