@@ -240,8 +240,8 @@ public:
   /// [0, buckets): a counting sort.
   void sortTokens(mlir::Value order, mlir::Value rows, int64_t buckets,
                   llvm::function_ref<mlir::Value(mlir::Value token)> key) {
-    mlir::Value counts = mlir::memref::AllocOp::create(
-        b, mlir::MemRefType::get({buckets + 1}, b.getIndexType()));
+    mlir::Value counts =
+        alloc(mlir::MemRefType::get({buckets + 1}, b.getIndexType()));
     mlir::Value one = index(1);
     loop(index(0), index(buckets + 1), [&](mlir::Value bucket) {
       mlir::memref::StoreOp::create(b, index(0), counts, bucket);
@@ -284,10 +284,9 @@ public:
 
   /// A fresh index buffer of `rows` entries.
   mlir::Value allocIndices(mlir::Value rows) {
-    return mlir::memref::AllocOp::create(
-        b,
+    return alloc(
         mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getIndexType()),
-        mlir::ValueRange{rows});
+        rows);
   }
 
   /// `for i in [lower, upper)` with nothing carried.

@@ -110,12 +110,11 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
     }
     // Each token's path through the current tree: the node and the logit,
     // then the activation, at each level, for the output pass.
-    Value pathNodes = memref::AllocOp::create(
-        b, MemRefType::get({ShapedType::kDynamic, levels}, b.getIndexType()),
-        ValueRange{rows});
-    Value pathScales = memref::AllocOp::create(
-        b, MemRefType::get({ShapedType::kDynamic, levels}, b.getF32Type()),
-        ValueRange{rows});
+    Value pathNodes = emit.alloc(
+        MemRefType::get({ShapedType::kDynamic, levels}, b.getIndexType()),
+        rows);
+    Value pathScales = emit.alloc(
+        MemRefType::get({ShapedType::kDynamic, levels}, b.getF32Type()), rows);
     Value lastTree = arith::SubIOp::create(b, trees, emit.index(1));
     // Multiply-adds per token: a dot product of `in` per level walked, an
     // update of `out` per level added.

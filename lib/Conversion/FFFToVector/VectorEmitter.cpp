@@ -92,8 +92,13 @@ Value fff::VectorEmitter::alloc(ShapedType type, Type elementType,
   for (auto [dim, size] : llvm::enumerate(type.getShape()))
     if (ShapedType::isDynamic(size))
       dynamicSizes.push_back(extent(dim));
-  return memref::AllocOp::create(
-      b, MemRefType::get(type.getShape(), elementType), dynamicSizes);
+  return alloc(MemRefType::get(type.getShape(), elementType), dynamicSizes);
+}
+
+Value fff::VectorEmitter::alloc(MemRefType type, ValueRange dynamicSizes) {
+  constexpr int64_t kCacheLineBytes = 64;
+  return memref::AllocOp::create(b, type, dynamicSizes,
+                                 b.getI64IntegerAttr(kCacheLineBytes));
 }
 
 Value fff::VectorEmitter::toTensor(Value buffer, Type type) {

@@ -164,6 +164,11 @@ public:
   mlir::Value alloc(mlir::ShapedType type, mlir::Type elementType,
                     llvm::function_ref<mlir::Value(int64_t dim)> extent);
 
+  /// A fresh buffer of `type` with extents `dynamicSizes`, starting on a
+  /// cache line: a vector load or store that straddles two lines costs two,
+  /// and malloc's large buffers start 16 bytes past one.
+  mlir::Value alloc(mlir::MemRefType type, mlir::ValueRange dynamicSizes = {});
+
   /// `buffer` as the result tensor of `type` it holds.
   mlir::Value toTensor(mlir::Value buffer, mlir::Type type);
 

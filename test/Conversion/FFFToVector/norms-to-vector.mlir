@@ -7,11 +7,13 @@
 // A row of 768 f32: 16 lanes, four accumulators, 64 elements a step. Norms
 // of 2^20 elements or more split their rows across threads (scf.parallel,
 // which records the strategy); smaller ones loop over them in one.
+// Fresh buffers start on a cache line (alignment 64), so that no vector
+// access of a row straddles two.
 // CHECK-LABEL: func.func @layer_norm_stats
 // CHECK-SAME:    (%[[X:.*]]: tensor<?x768xf32>, %[[G:.*]]: tensor<768xf32>, %[[B:.*]]: tensor<768xf32>)
 // CHECK:         %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only
-// CHECK:         %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
-// CHECK:         %[[MEAN:.*]] = memref.alloc(%{{.*}}) : memref<?x1xf32>
+// CHECK:         %[[Y:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x768xf32>
+// CHECK:         %[[MEAN:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x1xf32>
 // A result of 32 MiB or more whose buffer and rows start on whole vectors
 // (64 bytes) is written with streaming stores, each row's fenced; else with
 // ordinary ones. Either way the rows are threaded when large.

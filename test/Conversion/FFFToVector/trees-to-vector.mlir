@@ -18,11 +18,11 @@
 // CHECK-LABEL: func.func @ultrafastbert
 // CHECK-SAME:    %[[BO:[^:]*]]: tensor<768xf32>)
 // CHECK:         %[[BOB:.*]] = bufferization.to_buffer %[[BO]] read_only
-// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x768xf32>
-// CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
-// CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
-// CHECK:         %[[PATH:.*]] = memref.alloc(%{{.*}}) : memref<?x12xindex>
-// CHECK:         %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x768xf32>
+// CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
+// CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
+// CHECK:         %[[PATH:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x12xindex>
+// CHECK:         %[[SCALES:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x12xf32>
 // CHECK:         scf.for %[[TREE:.*]] = %{{.*}} to %{{.*}} step
 // Tokens walk four at a time, their dot products interleaved (4 x 4
 // partial sums), so that one token's chain of dependent sums does not leave
@@ -48,7 +48,7 @@
 // CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (index)
 // The stable counting sort: a count per node of level 5 (31 to 62), their
 // running sums, then each token's position.
-// CHECK:           %[[COUNTS:.*]] = memref.alloc() : memref<33xindex>
+// CHECK:           %[[COUNTS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<33xindex>
 // CHECK:           memref.store %{{.*}}, %[[COUNTS]]
 // CHECK:           %[[FIRST:.*]] = memref.load %[[NODES]]
 // CHECK:           arith.subi %[[FIRST]], %c31
@@ -97,8 +97,8 @@ func.func @ultrafastbert(%x: tensor<?x768xf32>, %wi: tensor<1x4095x768xf32>, %bi
 // accumulators and a masked tail.
 // CHECK-LABEL: func.func @small_bf16
 // CHECK-NOT:     memref<?xindex>
-// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x40xf32>
-// CHECK:         %[[RESULT:.*]] = memref.alloc(%{{.*}}) : memref<?x40xbf16>
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x40xf32>
+// CHECK:         %[[RESULT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x40xbf16>
 // CHECK:         scf.for
 // CHECK:           scf.parallel
 // CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step
@@ -124,16 +124,16 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 // FMAs over the row, then, for each four output vectors held in registers,
 // the scaled rows of w2 of the block's units.
 // CHECK-LABEL: func.func @leaf
-// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x96xf32>
-// CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x96xf32>
+// CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
 // CHECK:         scf.parallel (%[[GROUP:.*]]) =
 // CHECK:           %[[ROW:.*]] = arith.muli %[[GROUP]], %c4
 // CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step {{.*}} -> (index, index, index, index)
 // CHECK-COUNT-4:     arith.cmpf oge
 // CHECK:           memref.store %{{.*}}, %[[LEAVES]][%[[ROW]]]
 // CHECK:         } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 8388608 : i64, sort_level = 3 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
-// CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
-// CHECK:         memref.alloc() : memref<9xindex>
+// CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
+// CHECK:         memref.alloc() {alignment = 64 : i64} : memref<9xindex>
 // CHECK:         arith.shrui %{{.*}}, %c0
 // CHECK:         memref.store %{{.*}}, %[[ORDER]]
 // Tokens are then taken four at a time: when all four reached one leaf,
@@ -181,7 +181,7 @@ func.func @leaf(%x: tensor<?x96xf32>, %nw: tensor<7x96xf32>, %nb: tensor<7xf32>,
 // In a tree deeper than 10 levels, tokens are sorted by their leaf's
 // ancestor at level 10: 1024 buckets, the leaf index shifted right by 2.
 // CHECK-LABEL: func.func @deep_leaf
-// CHECK:         memref.alloc() : memref<1025xindex>
+// CHECK:         memref.alloc() {alignment = 64 : i64} : memref<1025xindex>
 // CHECK:         arith.shrui %{{.*}}, %c2
 // CHECK:         sort_level = 10 : i64
 func.func @deep_leaf(%x: tensor<?x4xf32>, %nw: tensor<4095x4xf32>, %nb: tensor<4095xf32>, %w1: tensor<4096x4x2xf32>,
