@@ -50,6 +50,14 @@ if ptxas:
 if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-opt")):
     config.available_features.add("mlir-opt")
 
+# This host's AVX512-BF16, which the CPU lowering rounds bf16 results with
+# where the host has it.
+try:
+    if " avx512_bf16" in open("/proc/cpuinfo").read():
+        config.available_features.add("host-avx512bf16")
+except OSError:
+    pass
+
 # Optional packages, each a feature; a test that needs one is skipped, with
 # this note, where it is missing.
 for package in ("numpy", "torch", "pytest"):

@@ -95,9 +95,11 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   if (!options.reference) {
     ConvertFFFNormsToVectorOptions vectors;
     vectors.vectorBits = options.vectorBits;
+    vectors.integerBf16 = options.integerBf16;
     pm.addPass(createConvertFFFNormsToVector(vectors));
     ConvertFFFTreesToVectorOptions trees;
     trees.vectorBits = options.vectorBits;
+    trees.integerBf16 = options.integerBf16;
     pm.addPass(createConvertFFFTreesToVector(trees));
   }
   pm.addPass(createConvertFFFToLoops());
@@ -146,8 +148,10 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createLowerRuntimeChecks());
   // The norms' and tree layers' vector code: masks and reductions need the
   // vector dialect's own lowering patterns, which the generic conversion
-  // does not run.
-  pm.addPass(createConvertVectorToLLVMPass());
+  // does not run; AVX512-BF16's rounding is an x86vector op.
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.x86Vector = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   // Large buffers (results, above all) on huge pages: one page fault per 2
   // MiB instead of per 4 KiB; or from the host's buffer cache, whose pages
   // a previous call already faulted in.

@@ -40,7 +40,8 @@ def compile(ir, target="cpu", **pipeline_options):
 
     target="cpu": --fff-cpu-pipeline, JIT-compiled for this host; options
     `threads` (the norms' rows split across N threads; 0, the default, for
-    all cores; results are the same for any N), `vector_bits`, `reference`,
+    all cores; results are the same for any N), `vector_bits`,
+    `integer_bf16`, `reference`,
     `raise_`, `gpu_twin` and `buffer_cache` (on by default: buffers come
     from fff's host buffer cache, which keeps freed ones, results included,
     for later calls; see set_buffer_cache_limit). target="cuda":

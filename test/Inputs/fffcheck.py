@@ -97,6 +97,25 @@ def relative_error(actual, expected, scale=None):
     return diff / scale if scale > 0 else diff
 
 
+def norm_function(kind, dtype, hidden):
+    """@f(x, g, b) -> the layer_norm (scale g, bias b) or rms_norm (scale g;
+    b unused) of rows of `hidden` elements, the batch dynamic."""
+    t, p = tensor_type([None, hidden], dtype), tensor_type([hidden], dtype)
+    if kind == "layer_norm":
+        op = f"fff.layer_norm %x scale(%g : {p}) bias(%b : {p}) : {t}"
+    else:
+        op = f"fff.rms_norm %x scale(%g : {p}) : {t}"
+    return f"func.func @f(%x: {t}, %g: {p}, %b: {p}) -> {t} {{\n  %y = {op}\n  return %y : {t}\n}}"
+
+
+def norm_rows_ref(kind, x, g, b):
+    """norm_function's result in float64 (epsilon 1e-5)."""
+    if kind == "layer_norm":
+        centred = x - x.mean(axis=1, keepdims=True)
+        return centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + 1e-5) * g + b
+    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * g
+
+
 class Checker:
     """Collects comparisons; prints one line per case and fails at the end."""
 

@@ -78,6 +78,12 @@ static cl::opt<int64_t>
                         "widest)"),
                cl::init(0));
 static cl::opt<bool>
+    integerBf16("integer-bf16",
+                cl::desc("Round f32 results to bf16 with integer operations "
+                         "even where this host has AVX512-BF16 (the same "
+                         "bits either way)"),
+                cl::init(false));
+static cl::opt<bool>
     hugePages("huge-pages",
               cl::desc("Put buffers of 32 MiB or more on transparent huge "
                        "pages (the CPU pipeline's huge-pages option)"),
@@ -296,6 +302,7 @@ Error run() {
   pipelineOptions.raise = !noRaise;
   pipelineOptions.reference = reference;
   pipelineOptions.vectorBits = vectorBits;
+  pipelineOptions.integerBf16 = integerBf16;
   pipelineOptions.hugePages = hugePages;
   pipelineOptions.bufferCache = !noBufferCache;
   pipelineOptions.threads = threadCount;

@@ -67,9 +67,15 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     of 4096x4096 f32 took 4.3-4.7 ms so, against 8.7-9.9 ms. Smaller
     results stay in the cache for whoever reads them next.
 
-    The vector width and the number of accumulators are chosen in one place
-    (`CPUNormStrategy.cpp`), from `vector-bits` (0: the widest registers
-    this host has) and the row size. They are recorded on the row loop as
+    bf16 results are rounded with AVX512-BF16's `vcvtneps2bf16` where this
+    host has it (and `integer-bf16` is not set); a vector holding a NaN or a
+    subnormal, which the instruction treats otherwise, is rounded with
+    integer operations instead, so the bits are the same either way.
+
+    The vector width, the number of accumulators and the bf16 rounding are
+    chosen in one place (`CPUNormStrategy.cpp`, `CPUVectorShape.cpp`), from
+    `vector-bits` (0: the widest registers this host has), the row size and
+    this host's features. They are recorded on the row loop as
     `fff.strategy`.
 
     Run before bufferization; `convert-fff-to-loops` lowers the other fff
@@ -80,7 +86,8 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     ```mlir
     scf.parallel (%row) = (%c0) to (%rows) step (%c1) {
       ... vector.load %x[%row, %j] : memref<?x768xf32>, vector<16xf32> ...
-    } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64,
+    } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "avx512bf16",
+                       lanes = 16 : i64,
                        min_parallel_elements = 1048576 : i64,
                        min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
     ```
@@ -89,6 +96,9 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
            "Vector register width in bits: 128, 256 or 512; 0 takes this "
            "host's widest">,
+    Option<"integerBf16", "integer-bf16", "bool", /*default=*/"false",
+           "Round f32 to bf16 with integer operations even where this host "
+           "has AVX512-BF16 (the same bits either way)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -98,6 +108,7 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
+    "::mlir::x86vector::X86VectorDialect",
   ];
 }
 
@@ -142,6 +153,7 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
     result. Token loops of 2^23 multiply-adds or more are `scf.parallel`,
     which the CPU pipeline splits across threads.
 
+    bf16 results are rounded as `convert-fff-norms-to-vector` rounds them.
     The choices are made in one place (`CPUTreeStrategy.cpp`) and recorded
     on the token loops as `fff.strategy`. `convert-fff-to-loops` keeps the
     scalar reference lowering.
@@ -155,7 +167,8 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
       scf.if %large {
         scf.parallel (%row) = (%c0) to (%rows) step (%c1) {
           ... five levels of vector.fma, then memref.store %node, %nodes[%row]
-        } {fff.strategy = {accumulators = 4 : i64, cache_bytes = 2097152 : i64,
+        } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "avx512bf16",
+                           cache_bytes = 2097152 : i64,
                            lanes = 16 : i64, min_parallel_work = 8388608 : i64,
                            sort_level = 5 : i64, vector_bits = 512 : i64}}
       } else { ... }
@@ -171,14 +184,19 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
     Option<"cacheBytes", "cache-bytes", "int64_t", /*default=*/"0",
            "Per-core cache in bytes that regrouping sizes subtrees for; 0 "
            "takes this host's L2">,
+    Option<"integerBf16", "integer-bf16", "bool", /*default=*/"false",
+           "Round f32 to bf16 with integer operations even where this host "
+           "has AVX512-BF16 (the same bits either way)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
+    "::mlir::x86vector::X86VectorDialect",
   ];
 }
 

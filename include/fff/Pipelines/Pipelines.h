@@ -57,6 +57,12 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
                      "loops fill: 128, 256 or 512; 0 takes this host's "
                      "widest"),
       llvm::cl::init(0)};
+  Option<bool> integerBf16{
+      *this, "integer-bf16",
+      llvm::cl::desc("Round f32 results to bf16 with integer operations "
+                     "even where this host has AVX512-BF16 (the same bits "
+                     "either way)"),
+      llvm::cl::init(false)};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads the norms' rows and tree layers' tokens are "

@@ -9,10 +9,10 @@
 using namespace mlir;
 
 fff::CPUNormStrategy fff::selectCPUNormStrategy(std::optional<int64_t> rowSize,
-                                                int64_t vectorBits) {
+                                                const CPUTarget &target) {
   CPUNormStrategy strategy;
   static_cast<CPUVectorShape &>(strategy) =
-      selectCPUVectorShape(rowSize, vectorBits);
+      selectCPUVectorShape(rowSize, target);
   // Waking the async runtime's workers costs tens of microseconds; on this
   // project's 2-core machine a LayerNorm of 768K f32 elements was faster in
   // one thread (0.28 ms) than in two, and one of 1.5M elements faster in

@@ -23,11 +23,11 @@ int64_t fff::hostCacheBytes() {
 }
 
 static fff::CPUTreeStrategy baseStrategy(std::optional<int64_t> inWidth,
-                                         int64_t vectorBits,
+                                         const fff::CPUTarget &target,
                                          int64_t cacheBytes) {
   fff::CPUTreeStrategy strategy;
   static_cast<fff::CPUVectorShape &>(strategy) =
-      fff::selectCPUVectorShape(inWidth, vectorBits);
+      fff::selectCPUVectorShape(inWidth, target);
   strategy.cacheBytes = cacheBytes > 0 ? cacheBytes : fff::hostCacheBytes();
   strategy.minParallelWork = fff::kMinParallelTreeWork;
   strategy.sortLevel = 0;
@@ -42,9 +42,9 @@ static fff::CPUTreeStrategy baseStrategy(std::optional<int64_t> inWidth,
 
 fff::CPUTreeStrategy
 fff::selectCPUTreeStrategy(int64_t levels, std::optional<int64_t> nodeBytes,
-                           std::optional<int64_t> inWidth, int64_t vectorBits,
-                           int64_t cacheBytes) {
-  CPUTreeStrategy strategy = baseStrategy(inWidth, vectorBits, cacheBytes);
+                           std::optional<int64_t> inWidth,
+                           const CPUTarget &target, int64_t cacheBytes) {
+  CPUTreeStrategy strategy = baseStrategy(inWidth, target, cacheBytes);
   // A dynamic width is taken as a BERT-sized row pair in f32.
   int64_t bytesPerNode = nodeBytes.value_or(2 * 1024 * 4);
   // The shallowest level whose subtrees' weights fit in half the cache: the
@@ -62,9 +62,9 @@ fff::selectCPUTreeStrategy(int64_t levels, std::optional<int64_t> nodeBytes,
 
 fff::CPUTreeStrategy fff::selectCPULeafStrategy(int64_t depth,
                                                 std::optional<int64_t> inWidth,
-                                                int64_t vectorBits,
+                                                const CPUTarget &target,
                                                 int64_t cacheBytes) {
-  CPUTreeStrategy strategy = baseStrategy(inWidth, vectorBits, cacheBytes);
+  CPUTreeStrategy strategy = baseStrategy(inWidth, target, cacheBytes);
   strategy.sortLevel = std::min(depth, kMaxSortLevel);
   return strategy;
 }

@@ -52,7 +52,7 @@ namespace {
 class RowEmitter : public VectorEmitter {
 public:
   RowEmitter(ImplicitLocOpBuilder &b, const CPUNormStrategy &strategy)
-      : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
+      : VectorEmitter(b, strategy), strategy(strategy) {}
 
   /// A fresh buffer shaped like `type`, whose dynamic extents are those of
   /// `like` (a buffer of the same rank).
@@ -200,11 +200,11 @@ linalg::GenericOp elementwisePrologue(Value input) {
 /// a row of the input is read.
 struct NormRows {
   NormRows(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank,
-           int64_t vectorBits)
+           const CPUTarget &target)
       : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
         strategy(selectCPUNormStrategy(staticRowSize(type, normalizedRank),
-                                       vectorBits)),
+                                       target)),
         emit(b, strategy), prologue(elementwisePrologue(input)) {
     SmallVector<Value> sources{input};
     if (prologue)
@@ -356,13 +356,13 @@ struct NormRows {
   Value shapeSource, resultBuffer, y, rows, n, inverseCount;
 };
 
-/// A norm's pattern, for vector registers of `vectorBits` (0: this host's).
+/// A norm's pattern, for `target`.
 template <typename NormOp>
 struct NormToVectorPattern : OpConversionPattern<NormOp> {
-  NormToVectorPattern(MLIRContext *context, int64_t vectorBits)
-      : OpConversionPattern<NormOp>(context), vectorBits(vectorBits) {}
+  NormToVectorPattern(MLIRContext *context, const CPUTarget &target)
+      : OpConversionPattern<NormOp>(context), target(target) {}
 
-  int64_t vectorBits;
+  CPUTarget target;
 };
 
 struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
@@ -372,7 +372,7 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), vectorBits);
+    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), target);
     RowEmitter &emit = norm.emit;
     Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
     Value beta = emit.flatView(emit.readBuffer(adaptor.getBeta()));
@@ -456,7 +456,7 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), vectorBits);
+    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), target);
     RowEmitter &emit = norm.emit;
     Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
@@ -494,7 +494,8 @@ struct ConvertFFFNormsToVectorPass
     target.addIllegalOp<LayerNormOp, RMSNormOp, FusionOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateFFFNormsToVectorPatterns(patterns, vectorBits);
+    populateFFFNormsToVectorPatterns(patterns,
+                                     CPUTarget{vectorBits, integerBf16});
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();
@@ -504,10 +505,10 @@ struct ConvertFFFNormsToVectorPass
 } // namespace
 
 void fff::populateFFFNormsToVectorPatterns(RewritePatternSet &patterns,
-                                           int64_t vectorBits) {
+                                           const CPUTarget &target) {
   // A fused unit's body runs as written on the CPU; its norm is then one of
   // these.
   populateInlineFusionPatterns(patterns);
   patterns.add<LayerNormToVector, RMSNormToVector>(patterns.getContext(),
-                                                   vectorBits);
+                                                   target);
 }

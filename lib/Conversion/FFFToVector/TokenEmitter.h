@@ -34,7 +34,7 @@ inline llvm::SmallVector<mlir::Value> at(mlir::ValueRange prefix,
 class TokenEmitter : public VectorEmitter {
 public:
   TokenEmitter(mlir::ImplicitLocOpBuilder &b, const CPUTreeStrategy &strategy)
-      : VectorEmitter(b, strategy.lanes), strategy(strategy) {}
+      : VectorEmitter(b, strategy), strategy(strategy) {}
 
   /// The dot products of rows rows[k] of x with rows wAts[k] of w, over
   /// [0, n), interleaved, each into the strategy's accumulators (masked

@@ -56,7 +56,7 @@ int64_t elementBytes(Value value) {
 
 /// The options both tree patterns are built with.
 struct TreeOptions {
-  int64_t vectorBits;
+  CPUTarget target;
   int64_t cacheBytes;
 };
 
@@ -83,7 +83,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       nodeBytes = *inWidth * elementBytes(adaptor.getWIn()) +
                   *outWidth * elementBytes(adaptor.getWOut());
     CPUTreeStrategy strategy = selectCPUTreeStrategy(
-        levels, nodeBytes, inWidth, options.vectorBits, options.cacheBytes);
+        levels, nodeBytes, inWidth, options.target, options.cacheBytes);
     TokenEmitter emit(b, strategy);
 
     Value x = emit.readBuffer(adaptor.getInput());
@@ -309,7 +309,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
     int64_t depth = op.getDepth();
     CPUTreeStrategy strategy =
         selectCPULeafStrategy(depth, staticExtent(adaptor.getInput(), 1),
-                              options.vectorBits, options.cacheBytes);
+                              options.target, options.cacheBytes);
     TokenEmitter emit(b, strategy);
     int64_t lanes = strategy.lanes;
 
@@ -530,7 +530,8 @@ struct ConvertFFFTreesToVectorPass
     target.addIllegalOp<TreeFFNOp, LeafTreeFFNOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateFFFTreesToVectorPatterns(patterns, vectorBits, cacheBytes);
+    populateFFFTreesToVectorPatterns(
+        patterns, CPUTarget{vectorBits, integerBf16}, cacheBytes);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();
@@ -540,8 +541,8 @@ struct ConvertFFFTreesToVectorPass
 } // namespace
 
 void fff::populateFFFTreesToVectorPatterns(RewritePatternSet &patterns,
-                                           int64_t vectorBits,
+                                           const CPUTarget &target,
                                            int64_t cacheBytes) {
   patterns.add<TreeFFNToVector, LeafTreeFFNToVector>(
-      patterns.getContext(), TreeOptions{vectorBits, cacheBytes});
+      patterns.getContext(), TreeOptions{target, cacheBytes});
 }

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/FloatingPointMode.h"
 
 using namespace mlir;
 using fff::BuildInside;
@@ -105,6 +106,37 @@ Value fff::VectorEmitter::toTensor(Value buffer, Type type) {
   return bufferization::ToTensorOp::create(b, type, buffer,
                                            /*restrict=*/true,
                                            /*writable=*/true);
+}
+
+Value fff::VectorEmitter::narrow(Value value, Type elementType) {
+  auto narrowType = VectorType::get({lanes}, elementType);
+  auto rounded = [&]() -> Value {
+    return arith::TruncFOp::create(b, narrowType, value);
+  };
+  if (!elementType.isBF16() || !avx512Bf16)
+    return rounded();
+  // vcvtneps2bf16 rounds to nearest even, as arith.truncf does, but reads
+  // subnormal inputs as zero and keeps a NaN's sign and payload, where
+  // truncf gives the canonical NaN. A vector holding either takes truncf:
+  // a branch, taken almost never, rather than both roundings every time.
+  Value converted =
+      x86vector::CvtPackedF32ToBF16Op::create(b, narrowType, value);
+  Value special = LLVM::IsFPClass::create(
+      b, maskVector, value,
+      uint32_t(llvm::fcNan | llvm::fcSubnormal));
+  Value anySpecial =
+      vector::ReductionOp::create(b, vector::CombiningKind::OR, special);
+  auto choice = scf::IfOp::create(
+      b, anySpecial,
+      [&](OpBuilder &nested, Location) {
+        BuildInside inside(b, nested);
+        scf::YieldOp::create(b, rounded());
+      },
+      [&](OpBuilder &nested, Location) {
+        BuildInside inside(b, nested);
+        scf::YieldOp::create(b, converted);
+      });
+  return choice.getResult(0);
 }
 
 LogicalResult fff::VectorEmitter::declareStreamingFence() {

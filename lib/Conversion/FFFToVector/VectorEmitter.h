@@ -3,26 +3,29 @@
 // What the CPU vector lowerings (norms and tree layers) share: constants,
 // read-only views of tensors, and loads of `lanes` f32 values from buffers
 // of any float element type, with masked tails. All arithmetic is in f32;
-// 16-bit elements are widened as they are loaded.
+// 16-bit elements are widened as they are loaded, and results rounded as
+// they are stored.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FFF_LIB_CONVERSION_FFFTOVECTOR_VECTOREMITTER_H
 #define FFF_LIB_CONVERSION_FFFTOVECTOR_VECTOREMITTER_H
 
+#include "fff/Conversion/FFFToVector/CPUVectorShape.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace fff {
 
 class VectorEmitter {
 public:
-  VectorEmitter(mlir::ImplicitLocOpBuilder &b, int64_t lanes)
-      : b(b), lanes(lanes),
+  VectorEmitter(mlir::ImplicitLocOpBuilder &b, const CPUVectorShape &shape)
+      : b(b), lanes(shape.lanes), avx512Bf16(shape.avx512Bf16),
         f32Vector(mlir::VectorType::get({lanes}, b.getF32Type())),
         maskVector(mlir::VectorType::get({lanes}, b.getI1Type())) {}
 
@@ -88,8 +91,7 @@ public:
     mlir::Type elementType =
         mlir::cast<mlir::MemRefType>(buffer.getType()).getElementType();
     if (!elementType.isF32())
-      value = mlir::arith::TruncFOp::create(
-          b, mlir::VectorType::get({lanes}, elementType), value);
+      value = narrow(value, elementType);
     if (mask)
       mlir::vector::MaskedStoreOp::create(b, buffer, indices, mask, value);
     else if (streamingStores)
@@ -99,6 +101,9 @@ public:
     else
       mlir::vector::StoreOp::create(b, value, buffer, indices);
   }
+
+  /// The f32 vector `value` rounded to `elementType` (f16 or bf16).
+  mlir::Value narrow(mlir::Value value, mlir::Type elementType);
 
   /// Declares, in the module, the fence that fenceStreamingStores calls;
   /// outside of any region still being built.
@@ -175,6 +180,8 @@ public:
 protected:
   mlir::ImplicitLocOpBuilder &b;
   int64_t lanes;
+  /// CPUVectorShape::avx512Bf16.
+  bool avx512Bf16;
   mlir::VectorType f32Vector, maskVector;
   /// llvm.x86.sse.sfence, once declareStreamingFence has declared it.
   mlir::LLVM::LLVMFuncOp streamingFence;

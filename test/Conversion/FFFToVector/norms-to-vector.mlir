@@ -1,5 +1,5 @@
-// RUN: fff-opt %s --convert-fff-norms-to-vector=vector-bits=512 --split-input-file | FileCheck %s
-// RUN: fff-opt %s --convert-fff-norms-to-vector=vector-bits=256 --split-input-file | FileCheck %s --check-prefix=AVX2
+// RUN: fff-opt %s --convert-fff-norms-to-vector="vector-bits=512 integer-bf16" --split-input-file | FileCheck %s
+// RUN: fff-opt %s --convert-fff-norms-to-vector="vector-bits=256 integer-bf16" --split-input-file | FileCheck %s --check-prefix=AVX2
 // RUN: not fff-opt %s --convert-fff-norms-to-vector=vector-bits=300 --split-input-file 2>&1 | FileCheck %s --check-prefix=BITS
 
 // BITS: vector-bits must be 0 (this host's), 128, 256 or 512, not 300
@@ -29,7 +29,7 @@
 // CHECK:           scf.parallel
 // CHECK:             vector.store %{{.*}}, %[[Y]][%{{.*}}] {alignment = 64 : i64, nontemporal = true}
 // CHECK:             llvm.call @llvm.x86.sse.sfence()
-// CHECK:           } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 // CHECK:           scf.for
 // CHECK:             vector.store {{.*}} nontemporal = true
 // CHECK:             llvm.call @llvm.x86.sse.sfence()
@@ -56,12 +56,12 @@
 // CHECK:             vector.maskedstore %[[Y]]
 // CHECK:           memref.store
 // CHECK:           memref.store
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 // CHECK-NEXT:    } else {
 // CHECK:           scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c1
 // CHECK:         bufferization.to_tensor %[[Y]] restrict writable
 // AVX2-LABEL: func.func @layer_norm_stats
-// AVX2:         } {fff.strategy = {accumulators = 4 : i64, lanes = 8 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 256 : i64}}
+// AVX2:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 8 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 256 : i64}}
 func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>)
     -> (tensor<?x768xf32>, tensor<?x1xf32>, tensor<?x1xf32>) {
   %y, %m, %r = fff.layer_norm %x scale(%g : tensor<768xf32>) bias(%b : tensor<768xf32>) return_stats : tensor<?x768xf32>
@@ -79,7 +79,7 @@ func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tens
 // CHECK:           vector.load {{.*}} : memref<?x40xbf16>, vector<16xbf16>
 // CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
 // CHECK:           arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
-// CHECK:         } {fff.strategy = {accumulators = 2 : i64, lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 func.func @rms_norm_bf16(%x: tensor<3x?x40xbf16>, %g: tensor<40xbf16>) -> tensor<3x?x40xbf16> {
   %y = fff.rms_norm %x scale(%g : tensor<40xbf16>) : tensor<3x?x40xbf16>
   return %y : tensor<3x?x40xbf16>

@@ -11,26 +11,10 @@
 
 import numpy as np
 
-from fffcheck import TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+from fffcheck import TOLERANCE, Checker, dequantize, norm_function, norm_rows_ref, quantize, run
 
 rng = np.random.default_rng(1201)
 check = Checker()
-
-
-def norm_module(kind, dtype, hidden):
-    t, p = tensor_type([None, hidden], dtype), tensor_type([hidden], dtype)
-    if kind == "layer_norm":
-        op = f"fff.layer_norm %x scale(%g : {p}) bias(%b : {p}) : {t}"
-    else:
-        op = f"fff.rms_norm %x scale(%g : {p}) : {t}"
-    return f"func.func @f(%x: {t}, %g: {p}, %b: {p}) -> {t} {{\n  %y = {op}\n  return %y : {t}\n}}"
-
-
-def reference(kind, x, g, b):
-    if kind == "layer_norm":
-        centred = x - x.mean(axis=1, keepdims=True)
-        return centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + 1e-5) * g + b
-    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * g
 
 
 def check_norm(kind, dtype, rows, hidden, streamed):
@@ -39,10 +23,10 @@ def check_norm(kind, dtype, rows, hidden, streamed):
     x_arr, x = quantize(rng.standard_normal((rows, hidden)) * 2 + 0.5, dtype)
     g_arr, g = quantize(rng.standard_normal(hidden), dtype)
     b_arr, b = quantize(rng.standard_normal(hidden), dtype)
-    mlir = norm_module(kind, dtype, hidden)
+    mlir = norm_function(kind, dtype, hidden)
     name = f"{kind} {rows}x{hidden} {dtype} ({'streamed' if streamed else 'stored'})"
     (y,) = run(mlir, "f", [x_arr, g_arr, b_arr], 1)
-    check.close(name, dequantize(y, dtype), reference(kind, x, g, b), TOLERANCE[dtype])
+    check.close(name, dequantize(y, dtype), norm_rows_ref(kind, x, g, b), TOLERANCE[dtype])
     (one_thread,) = run(mlir, "f", [x_arr, g_arr, b_arr], 1, extra_flags=["--threads", "1"])
     check.equal(f"{name}: the same bits in one thread", one_thread, y)
     (small,) = run(mlir, "f", [x_arr[:40], g_arr, b_arr], 1)

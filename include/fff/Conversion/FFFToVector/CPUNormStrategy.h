@@ -34,9 +34,9 @@ struct CPUNormStrategy : CPUVectorShape {
 };
 
 /// Chooses the strategy for rows of `rowSize` elements (nullopt when
-/// dynamic) on vector registers of `vectorBits` (0: this host's).
+/// dynamic) on `target`.
 CPUNormStrategy selectCPUNormStrategy(std::optional<int64_t> rowSize,
-                                      int64_t vectorBits);
+                                      const CPUTarget &target);
 
 } // namespace fff
 

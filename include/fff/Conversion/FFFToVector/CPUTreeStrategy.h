@@ -68,12 +68,13 @@ int64_t hostCacheBytes();
 
 /// The strategy for a tree_ffn of `levels` levels whose nodes hold
 /// `nodeBytes` of weights each (nullopt when a width is dynamic), reading
-/// rows of `inWidth` elements (nullopt: dynamic). `vectorBits` and
-/// `cacheBytes` of 0 mean this host's.
+/// rows of `inWidth` elements (nullopt: dynamic), on `target`.
+/// `cacheBytes` of 0 means this host's.
 CPUTreeStrategy selectCPUTreeStrategy(int64_t levels,
                                       std::optional<int64_t> nodeBytes,
                                       std::optional<int64_t> inWidth,
-                                      int64_t vectorBits, int64_t cacheBytes);
+                                      const CPUTarget &target,
+                                      int64_t cacheBytes);
 
 /// The strategy for a leaf_tree_ffn of `depth` routing levels reading rows
 /// of `inWidth` elements (nullopt: dynamic): tokens are regrouped by leaf
@@ -81,7 +82,8 @@ CPUTreeStrategy selectCPUTreeStrategy(int64_t levels,
 /// that tokens sharing a leaf reuse its weights.
 CPUTreeStrategy selectCPULeafStrategy(int64_t depth,
                                       std::optional<int64_t> inWidth,
-                                      int64_t vectorBits, int64_t cacheBytes);
+                                      const CPUTarget &target,
+                                      int64_t cacheBytes);
 
 } // namespace fff
 

@@ -1,9 +1,9 @@
 //===- CPUVectorShape.h - the vectors CPU loops fill ------------*- C++ -*-===//
 //
 // What every CPU vector lowering decides first, in one place: how wide its
-// vectors are (from the target's registers: AVX-512, AVX2 or SSE) and how
-// many independent partial sums its reductions keep. The norm and tree
-// strategies build on it.
+// vectors are (from the target's registers: AVX-512, AVX2 or SSE), how
+// many independent partial sums its reductions keep, and how f32 results
+// are rounded to bf16. The norm and tree strategies build on it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,16 @@
 
 namespace fff {
 
+/// What a CPU lowering is told about the machine it compiles for, beyond
+/// what it finds out about this host.
+struct CPUTarget {
+  /// Vector register width in bits (128, 256 or 512); 0: this host's widest.
+  int64_t vectorBits = 0;
+  /// Round to bf16 with integer operations even where this host has
+  /// AVX512-BF16.
+  bool integerBf16 = false;
+};
+
 struct CPUVectorShape {
   /// Bits of one vector register the loops fill (512, 256 or 128).
   int64_t vectorBits;
@@ -27,6 +37,12 @@ struct CPUVectorShape {
   /// Independent partial sums per reduction; each vector add waits only for
   /// the one `accumulators` steps back.
   int64_t accumulators;
+  /// Whether f32 vectors are rounded to bf16 with AVX512-BF16's
+  /// vcvtneps2bf16, else with integer operations. Both round to nearest,
+  /// ties to even; the few vectors holding a NaN or a subnormal, which the
+  /// instruction treats otherwise, take the integer rounding, so the two
+  /// give the same bits.
+  bool avx512Bf16;
 
   /// Elements one step of a reduction loop covers.
   int64_t stepElements() const { return lanes * accumulators; }
@@ -40,14 +56,18 @@ struct CPUVectorShape {
 /// 256 with AVX2, else 128.
 int64_t hostVectorBits();
 
+/// Whether this machine's CPU has AVX512-BF16.
+bool hostHasAVX512Bf16();
+
 /// Fails with a one-line error on `op` unless `vectorBits` is 0 (this
 /// host's), 128, 256 or 512.
 mlir::LogicalResult checkVectorBits(mlir::Operation *op, int64_t vectorBits);
 
 /// The shape for reductions over rows of `rowSize` elements (nullopt when
-/// dynamic) on vector registers of `vectorBits` (0: this host's).
+/// dynamic) on `target`'s vector registers, rounding to bf16 with
+/// AVX512-BF16 where this host has it and `target` allows it.
 CPUVectorShape selectCPUVectorShape(std::optional<int64_t> rowSize,
-                                    int64_t vectorBits);
+                                    const CPUTarget &target);
 
 } // namespace fff
 

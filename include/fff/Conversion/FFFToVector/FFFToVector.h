@@ -3,6 +3,8 @@
 #ifndef FFF_CONVERSION_FFFTOVECTOR_FFFTOVECTOR_H
 #define FFF_CONVERSION_FFFTOVECTOR_FFFTOVECTOR_H
 
+#include "fff/Conversion/FFFToVector/CPUVectorShape.h"
+
 #include <cstdint>
 
 namespace mlir {
@@ -12,17 +14,18 @@ class RewritePatternSet;
 namespace fff {
 
 /// Patterns lowering fff.layer_norm and fff.rms_norm to row loops of
-/// vector code over buffers, for vector registers of `vectorBits` (0: this
-/// host's); see the `convert-fff-norms-to-vector` pass.
+/// vector code over buffers, for `target`; see the
+/// `convert-fff-norms-to-vector` pass.
 void populateFFFNormsToVectorPatterns(mlir::RewritePatternSet &patterns,
-                                      int64_t vectorBits);
+                                      const CPUTarget &target);
 
 /// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to token loops of
-/// vector code over buffers, for vector registers of `vectorBits` and a
-/// per-core cache of `cacheBytes` (0: this host's); see the
-/// `convert-fff-trees-to-vector` pass.
+/// vector code over buffers, for `target` and a per-core cache of
+/// `cacheBytes` (0: this host's); see the `convert-fff-trees-to-vector`
+/// pass.
 void populateFFFTreesToVectorPatterns(mlir::RewritePatternSet &patterns,
-                                      int64_t vectorBits, int64_t cacheBytes);
+                                      const CPUTarget &target,
+                                      int64_t cacheBytes);
 
 } // namespace fff
 
