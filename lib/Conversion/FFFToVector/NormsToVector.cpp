@@ -101,6 +101,23 @@ public:
                                            ArrayRef<ReassociationIndices>{all});
   }
 
+  /// `parameter` (a scale or bias of `n` elements; null stays null) in f32:
+  /// a 16-bit one is widened once, into a fresh buffer, rather than for
+  /// every row.
+  Value widenedOnce(Value parameter, Value n) {
+    if (!parameter ||
+        cast<MemRefType>(parameter.getType()).getElementType().isF32())
+      return parameter;
+    Value wide = VectorEmitter::alloc(
+        MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), n);
+    auto widen = [&](Value j, Value mask) {
+      store(load(parameter, j, mask), wide, j, mask);
+    };
+    forEachStep(
+        n, lanes, [&](Value j) { widen(j, Value()); }, widen);
+    return wide;
+  }
+
   /// Loads the f32 vector of a norm's input at (row, column), under a mask
   /// if given.
   using RowLoader = function_ref<Value(Value row, Value column, Value mask)>;
@@ -374,8 +391,10 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), target);
     RowEmitter &emit = norm.emit;
-    Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
-    Value beta = emit.flatView(emit.readBuffer(adaptor.getBeta()));
+    Value gamma = emit.widenedOnce(
+        emit.flatView(emit.readBuffer(adaptor.getGamma())), norm.n);
+    Value beta = emit.widenedOnce(
+        emit.flatView(emit.readBuffer(adaptor.getBeta())), norm.n);
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
     Value meanBuffer, rstdBuffer, means, rstds;
     if (op.getReturnStats()) {
@@ -458,7 +477,8 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), target);
     RowEmitter &emit = norm.emit;
-    Value gamma = emit.flatView(emit.readBuffer(adaptor.getGamma()));
+    Value gamma = emit.widenedOnce(
+        emit.flatView(emit.readBuffer(adaptor.getGamma())), norm.n);
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
 
     auto input = norm.loader();

@@ -71,13 +71,19 @@ func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tens
 // -----
 
 // bf16 rows are widened as they are loaded and narrowed as they are stored;
-// a short row gets as many accumulators as it has vectors (40 / 16 = 2); a
-// 3-D input is viewed as rows of its trailing dim.
+// the bf16 scale is widened once, before the rows; a short row gets as many
+// accumulators as it has vectors (40 / 16 = 2); a 3-D input is viewed as
+// rows of its trailing dim.
 // CHECK-LABEL: func.func @rms_norm_bf16
 // CHECK:         memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : memref<3x?x40xbf16> into memref<?x40xbf16>
+// CHECK:         %[[SCALE:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xf32>
+// CHECK:         scf.for
+// CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:           vector.store %{{.*}}, %[[SCALE]]
 // CHECK:         scf.parallel
 // CHECK:           vector.load {{.*}} : memref<?x40xbf16>, vector<16xbf16>
 // CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:           vector.load %[[SCALE]]
 // CHECK:           arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK:         } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 1048576 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 func.func @rms_norm_bf16(%x: tensor<3x?x40xbf16>, %g: tensor<40xbf16>) -> tensor<3x?x40xbf16> {
