@@ -37,7 +37,10 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--fff-run", default=os.path.join(here, "..", "..", "build", "bin", "fff-run"))
 parser.add_argument("--quick", action="store_true", help="fewer repetitions and cases")
 options = parser.parse_args()
-REPEAT = 3 if options.quick else 10
+# Calls per batch, for fff and the baselines alike (the dense FF at batch
+# 4096 and more: 3): a median over 10 calls of a few milliseconds was
+# easily moved by one slow second.
+REPEAT = 3 if options.quick else 30
 # This machine's speed drifts over seconds (other tenants): each case runs
 # its implementations in turn, ROUNDS times, and reports each one's median
 # over the rounds, so that no implementation gets all the slow seconds.
@@ -105,16 +108,19 @@ print("| case | implementation | ms/call | rate | fff speedup |")
 print("|---|---|---:|---:|---:|")
 
 # The machine's copy bandwidth, the norms' ceiling: a tensor as large as the
-# largest norm's read into a fresh tensor (as every implementation below
-# allocates its result) and into an existing one.
+# largest norm's, and one as large as the 4096x768 rows (which the caches
+# hold), read into a fresh tensor (as every implementation below allocates
+# its result) and into an existing one.
 if torch is not None:
-    big = torch.from_numpy(rng.standard_normal((4096, 4096)).astype(np.float32))
-    into = torch.empty_like(big)
-    moved = 2 * big.numel() * 4
-    timings = [("torch clone", median_ms(lambda: big.clone(), REPEAT), moved),
-               ("torch copy_ (no alloc)", median_ms(lambda: into.copy_(big), REPEAT), moved)]
-    for name, ms, work in timings:
-        print(f"| {'copy 4096x4096 f32':<34} | {name:<21} | {ms:9.3f} | {work / (ms * 1e-3) / 1e9:8.2f} GB/s    |         |")
+    for rows, hidden in ((4096, 4096), (4096, 768)):
+        big = torch.from_numpy(rng.standard_normal((rows, hidden)).astype(np.float32))
+        into = torch.empty_like(big)
+        moved = 2 * big.numel() * 4
+        timings = [("torch clone", median_ms(lambda: big.clone(), REPEAT), moved),
+                   ("torch copy_ (no alloc)", median_ms(lambda: into.copy_(big), REPEAT), moved)]
+        for name, ms, work in timings:
+            case = f"copy {rows}x{hidden} f32"
+            print(f"| {case:<34} | {name:<21} | {ms:9.3f} | {work / (ms * 1e-3) / 1e9:8.2f} GB/s    |         |")
 
 
 def bf16_bits(values):
