@@ -3,6 +3,8 @@
 import ctypes
 import json
 
+import numpy as np
+
 from . import _fff, _memref
 from ._fff import FFFError
 
@@ -13,6 +15,7 @@ _RUNNER_UTILS = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
 # `threads`).
 _ASYNC_RUNTIME = "/usr/lib/llvm-22/lib/libmlir_async_runtime.so"
 _PIPELINES = {"cpu": "fff-cpu-pipeline", "cuda": "fff-gpu-pipeline"}
+_CACHE_LINE = 64
 
 
 def _pipeline(name, options):
@@ -61,6 +64,24 @@ def compile(ir, target="cpu", **pipeline_options):
     if error:
         raise FFFError(error)
     return Executable(engine, signatures, target)
+
+
+def aligned(array):
+    """`array` (anything numpy takes) as a C-contiguous numpy array whose
+    data starts on a 64-byte boundary, copied only if it is not one already.
+
+    Compiled CPU code reads a row of a buffer 16 bytes past a cache line
+    (where numpy's large arrays usually start) two lines per vector: a tree
+    layer at batch 4096 ran a fifth slower on such rows. torch's CPU tensors
+    are aligned already. The results are the same bits either way."""
+    array = np.asarray(array)
+    if array.flags.c_contiguous and array.ctypes.data % _CACHE_LINE == 0:
+        return array
+    storage = np.empty(array.nbytes + _CACHE_LINE, np.uint8)
+    start = -storage.ctypes.data % _CACHE_LINE
+    copy = storage[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
 
 
 def set_buffer_cache_limit(nbytes):

@@ -230,6 +230,27 @@ def test_threads_give_the_same_bits(rng):
     assert relative_error(results[0][0], layer_norm(x.astype(np.float64), g, b)[0]) < TOLERANCE["f32"]
 
 
+def test_aligned_copies_only_what_is_off_a_cache_line(rng):
+    storage = np.empty(64 * 40 + 64, np.float32)
+    start = (-storage.ctypes.data % 64) // 4
+    on_line = storage[start:start + 64 * 40].reshape(64, 40)
+    on_line[...] = rng.standard_normal((64, 40))
+    assert fff.aligned(on_line) is on_line
+    off_line = storage[start + 4:start + 4 + 63 * 40].reshape(63, 40)  # 16 bytes past
+    copy = fff.aligned(off_line)
+    assert copy.ctypes.data % 64 == 0 and copy.flags.c_contiguous and np.array_equal(copy, off_line)
+    strided = fff.aligned(on_line[:, ::2])
+    assert strided.ctypes.data % 64 == 0 and np.array_equal(strided, on_line[:, ::2])
+    bits = fff.aligned(np.arange(7, dtype=np.uint16))  # bf16 as raw bits keeps its dtype
+    assert bits.dtype == np.uint16 and bits.ctypes.data % 64 == 0 and list(bits) == list(range(7))
+    # The same bits from either buffer: rows of 40 f32 on a line and off it.
+    exe = fff.compile(norms_module("f32", 40))
+    g, b = rng.standard_normal(40).astype(np.float32), rng.standard_normal(40).astype(np.float32)
+    off = exe.layer_norm(off_line, g, b)
+    on = exe.layer_norm(fff.aligned(off_line), g, b)
+    assert all(np.array_equal(a, c) for a, c in zip(off, on))
+
+
 def test_empty_batch():
     exe = fff.compile(norms_module("f32", 16))
     y = exe.rms_norm(np.zeros((0, 16), np.float32), np.ones(16, np.float32))
