@@ -42,31 +42,47 @@ options = parser.parse_args()
 # easily moved by one slow second.
 REPEAT = 3 if options.quick else 30
 # This machine's speed drifts over seconds (other tenants): each case runs
-# its implementations in turn, ROUNDS times, and reports each one's median
-# over the rounds, so that no implementation gets all the slow seconds.
+# its implementations in turn, ROUNDS times, each round starting from the
+# next one, and reports each one's median over the rounds, so that no
+# implementation gets all the slow seconds, nor always goes first.
 ROUNDS = 1 if options.quick else 3
+# A batch of calls lasts at least this long, however fast the calls: a
+# median over 30 calls of 0.4 ms was still moved by one slow moment.
+MIN_BATCH_SECONDS = 0.02 if options.quick else 0.2
 rng = np.random.default_rng(0)
 
 
 def fff_time(mlir, func, args, num_results, repeat, flags=()):
-    """Median ms per call reported by fff-run --repeat (compilation excluded)."""
+    """Median ms per call reported by fff-run --repeat (compilation
+    excluded), over `repeat` calls, or more where they would take less than
+    MIN_BATCH_SECONDS (as a first batch measures)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.mlir")
         open(path, "w").write(mlir)
-        command = [options.fff_run, path, "-e", func, "--repeat", str(repeat), *flags]
+        command = [options.fff_run, path, "-e", func, *flags]
         for i, arg in enumerate(args):
             np.save(os.path.join(tmp, f"a{i}.npy"), arg)
             command += ["--arg", os.path.join(tmp, f"a{i}.npy")]
         for i in range(num_results):
             command += ["--out", os.path.join(tmp, f"o{i}.npy")]
-        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-        return float(re.search(r"median ([0-9.]+) ms", out).group(1))
+
+        def batch(calls):
+            out = subprocess.run(command + ["--repeat", str(calls)], check=True, capture_output=True,
+                                 text=True).stdout
+            return float(re.search(r"median ([0-9.]+) ms", out).group(1))
+
+        ms = batch(repeat)
+        calls = math.ceil(MIN_BATCH_SECONDS * 1e3 / max(ms, 1e-3))
+        return batch(calls) if calls > repeat else ms
 
 
 def median_ms(fn, repeat):
+    """Median ms per call of `fn` over `repeat` calls after a warm-up, or
+    over as many more as last MIN_BATCH_SECONDS."""
     fn()
     times = []
-    for _ in range(repeat):
+    begin = time.perf_counter()
+    while len(times) < repeat or time.perf_counter() - begin < MIN_BATCH_SECONDS:
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1e3)
@@ -86,9 +102,13 @@ def fff_timers(mlir, func, args, num_results, repeat, work):
 def report(case, unit, timers):
     """timers: [(implementation, batch, work)], fff first, where batch()
     returns the median ms of one batch of calls. The batches run in turn,
-    ROUNDS times. The rate column is each implementation's own work (bytes
-    or FLOPs) per second."""
-    rounds = [[batch() for _, batch, _ in timers] for _ in range(ROUNDS)]
+    ROUNDS times, round k starting from implementation k. The rate column is
+    each implementation's own work (bytes or FLOPs) per second."""
+    rounds = []
+    for k in range(ROUNDS):
+        order = [(k + i) % len(timers) for i in range(len(timers))]
+        times = {i: timers[i][1]() for i in order}
+        rounds.append([times[i] for i in range(len(timers))])
     timings = [(name, sorted(r[i] for r in rounds)[ROUNDS // 2], work)
                for i, (name, _, work) in enumerate(timers)]
     fff_ms = timings[0][1]
