@@ -23,14 +23,12 @@ namespace fff {
 /// 64-byte vector load from a row of a buffer 16 bytes past one (malloc's
 /// alignment) touches two lines, and fff's tree layers ran a fifth slower
 /// on such rows.
-template <typename T>
-struct CacheLineAllocator {
+template <typename T> struct CacheLineAllocator {
   using value_type = T;
   static constexpr size_t kBytes = 64;
 
   CacheLineAllocator() = default;
-  template <typename U>
-  CacheLineAllocator(const CacheLineAllocator<U> &) {}
+  template <typename U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
 
   T *allocate(size_t count) {
     size_t bytes = (count * sizeof(T) + kBytes - 1) / kBytes * kBytes;
@@ -40,8 +38,7 @@ struct CacheLineAllocator {
   }
   void deallocate(T *memory, size_t) { std::free(memory); }
 
-  template <typename U>
-  bool operator==(const CacheLineAllocator<U> &) const {
+  template <typename U> bool operator==(const CacheLineAllocator<U> &) const {
     return true;
   }
 };

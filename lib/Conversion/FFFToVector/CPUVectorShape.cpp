@@ -46,11 +46,13 @@ fff::CPUVectorShape fff::selectCPUVectorShape(std::optional<int64_t> rowSize,
   if (rowSize)
     shape.accumulators = std::clamp<int64_t>(*rowSize / shape.lanes, 1,
                                              kLatencyHidingAccumulators);
-  // Rounding 16 lanes takes vcvtneps2bf16 (2 uops) and a check for NaNs and
-  // subnormals (2), against 8 integer operations, 2 of them to pack; the
-  // instruction takes 8 or 16 lanes. A bf16 RMSNorm of 4096x768 took
-  // 0.64-0.68 ms on one core with integer rounding.
-  shape.avx512Bf16 = !target.integerBf16 && (shape.lanes == 8 || shape.lanes == 16) &&
+  // vcvtneps2bf16 and the check for NaNs and subnormals are fewer
+  // operations than the integer rounding and its packing; the instruction
+  // takes 8 or 16 lanes. A bf16 RMSNorm of 4096x4096 took 3.83-3.88 ms on
+  // one core so, against 4.18-4.49 ms; one of 4096x768, which the caches
+  // bound, 0.65 ms either way.
+  shape.avx512Bf16 = !target.integerBf16 &&
+                     (shape.lanes == 8 || shape.lanes == 16) &&
                      hostHasAVX512Bf16();
   return shape;
 }

@@ -220,8 +220,8 @@ struct NormRows {
            const CPUTarget &target)
       : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
-        strategy(selectCPUNormStrategy(staticRowSize(type, normalizedRank),
-                                       target)),
+        strategy(
+            selectCPUNormStrategy(staticRowSize(type, normalizedRank), target)),
         emit(b, strategy), prologue(elementwisePrologue(input)) {
     SmallVector<Value> sources{input};
     if (prologue)

@@ -122,8 +122,7 @@ Value fff::VectorEmitter::narrow(Value value, Type elementType) {
   Value converted =
       x86vector::CvtPackedF32ToBF16Op::create(b, narrowType, value);
   Value special = LLVM::IsFPClass::create(
-      b, maskVector, value,
-      uint32_t(llvm::fcNan | llvm::fcSubnormal));
+      b, maskVector, value, uint32_t(llvm::fcNan | llvm::fcSubnormal));
   Value anySpecial =
       vector::ReductionOp::create(b, vector::CombiningKind::OR, special);
   auto choice = scf::IfOp::create(
