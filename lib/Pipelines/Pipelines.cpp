@@ -59,13 +59,17 @@ static void addBufferization(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 }
 
-/// The norms' row loops (scf.parallel) become tasks of MLIR's async
-/// runtime, split across `threads` workers (0: the runtime's, one per core).
-/// Each row is computed by one task whatever the split, so the results do not
-/// depend on the thread count.
+/// The norms' row loops and the tree layers' token loops (scf.parallel)
+/// become tasks of MLIR's async runtime, one contiguous block of iterations
+/// per thread, for `threads` threads (0: the runtime's workers, one per
+/// core). Each row or token is computed by one task whatever the split, so
+/// the results do not depend on the thread count.
 static void addRowThreads(OpPassManager &pm, int64_t threads) {
   if (threads == 1)
     return;
+  fff::BlockParallelLoopsOptions blocks;
+  blocks.threads = threads;
+  pm.addPass(fff::createBlockParallelLoops(blocks));
   AsyncParallelForPassOptions parallel;
   parallel.asyncDispatch = true;
   parallel.numWorkerThreads = threads == 0 ? -1 : int32_t(threads);
