@@ -13,11 +13,12 @@ fff::CPUNormStrategy fff::selectCPUNormStrategy(std::optional<int64_t> rowSize,
   CPUNormStrategy strategy;
   static_cast<CPUVectorShape &>(strategy) =
       selectCPUVectorShape(rowSize, target);
-  // Waking the async runtime's workers costs tens of microseconds; on this
-  // project's 2-core machine a LayerNorm of 768K f32 elements was faster in
-  // one thread (0.28 ms) than in two, and one of 1.5M elements faster in
-  // two (0.39 ms against 0.62).
-  strategy.minParallelElements = int64_t(1) << 20;
+  // Waking the async runtime's workers costs tens of microseconds. On this
+  // project's 2-core machine, with one block of rows per thread, LayerNorms
+  // of rows of 768 f32 took, in one thread and in two: 0.03 and 0.08 ms at
+  // 256 rows, 0.10 and 0.12 ms at 512 (393K elements), 0.16-0.17 and
+  // 0.15-0.16 ms at 768 (590K), 0.32 and 0.20-0.21 ms at 1365.
+  strategy.minParallelElements = int64_t(1) << 19;
   // An ordinary store first reads the line it writes: a norm moves three
   // bytes per byte of result. Streaming stores skip that read, but leave
   // the result in memory rather than in cache for whoever reads it next.

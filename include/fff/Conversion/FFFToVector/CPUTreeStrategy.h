@@ -33,11 +33,11 @@ namespace fff {
 
 /// The fewest multiply-adds from which a tree layer's token loop is split
 /// across threads: waking the async runtime's workers costs tens of
-/// microseconds. Measured here (UltraFastBERT-1x11, scalar walk): 128 tokens
-/// took 0.41 ms in one thread and 0.64 ms in two; 4096 tokens 17 ms and 8.
-/// The vector walk, with a limit of 2^18, still took 0.32-0.35 ms in one
-/// thread and 0.34-0.59 ms in two at 128 tokens.
-constexpr int64_t kMinParallelTreeWork = int64_t(1) << 23;
+/// microseconds. Measured here, UltraFastBERT-1x11 with one block of tokens
+/// per thread (the loop after the sort level does 13.8K multiply-adds a
+/// token): 128 tokens took 0.21 ms in one thread and 0.25-0.27 ms in two;
+/// 256 tokens 0.37-0.39 ms either way; 512 tokens 0.69 ms and 0.52 ms.
+constexpr int64_t kMinParallelTreeWork = int64_t(1) << 22;
 
 /// `accumulators` also sets how many vectors of hidden units leaf_tree_ffn
 /// computes together (or, for fewer units, how many partial sums of each),
