@@ -44,10 +44,10 @@ def compile(ir, target="cpu", **pipeline_options):
     target="cpu": --fff-cpu-pipeline, JIT-compiled for this host; options
     `threads` (the norms' rows split across N threads; 0, the default, for
     all cores; results are the same for any N), `vector_bits`,
-    `integer_bf16`, `reference`,
-    `raise_`, `gpu_twin` and `buffer_cache` (on by default: buffers come
-    from fff's host buffer cache, which keeps freed ones, results included,
-    for later calls; see set_buffer_cache_limit). target="cuda":
+    `integer_bf16`, `reference`, `raise_`, `gpu_twin` and `buffer_cache` (on
+    by default: buffers come from fff's host buffer cache, which keeps freed
+    ones, results included, for later calls; see set_buffer_cache_limit).
+    target="cuda":
     --fff-gpu-pipeline, kernels as PTX for the CUDA driver (FFF_CUDA_DRIVER
     or libcuda.so.1) and host code JIT-compiled; options `chip`, `features`,
     `opt_level`, `tree_variant`, `tree_staging`.

@@ -236,6 +236,16 @@ public:
          [&](mlir::Value position) { body(position); });
   }
 
+  /// `body(position)` for the consecutive `positions` of a token group, one
+  /// at a time in a loop, so that the body's code is emitted once rather
+  /// than once per token.
+  void inTurn(mlir::ValueRange positions,
+              llvm::function_ref<void(mlir::Value position)> body) {
+    mlir::Value end = mlir::arith::AddIOp::create(b, positions.front(),
+                                                  index(positions.size()));
+    loop(positions.front(), end, body);
+  }
+
   /// Fills `order` with [0, rows) sorted stably by `key(token)`, a bucket in
   /// [0, buckets): a counting sort.
   void sortTokens(mlir::Value order, mlir::Value rows, int64_t buckets,

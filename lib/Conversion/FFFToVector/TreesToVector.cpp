@@ -216,22 +216,19 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         });
       };
 
-      // addPath for tokens walking together from the nodes `starts` of the
-      // sort level: where all start at one node, their paths share the
-      // levels above it, and each of those levels' weight vectors is
-      // loaded once for all of them.
-      // addPath for the tokens at consecutive `positions`, one at a time in
-      // a loop, so that the output pass's code is emitted once.
+      // addPath for the tokens at consecutive `positions`, one at a time.
       auto addPathsInTurn = [&](ValueRange positions,
                                 function_ref<Value(Value)> rowAt) {
-        Value end = arith::AddIOp::create(b, positions.front(),
-                                          emit.index(positions.size()));
-        emit.loop(positions.front(), end,
-                  [&](Value position) { addPath(rowAt(position)); });
+        emit.inTurn(positions,
+                    [&](Value position) { addPath(rowAt(position)); });
       };
       auto sortedRow = [&](Value position) -> Value {
         return memref::LoadOp::create(b, order, position);
       };
+      // addPath for tokens walking together from the nodes `starts` of the
+      // sort level: where all start at one node, their paths share the
+      // levels above it, and each of those levels' weight vectors is
+      // loaded once for all of them.
       auto addPaths = [&](ValueRange positions, ValueRange walkRows,
                           ValueRange starts) {
         if (!singleTree || walkRows.size() == 1)
@@ -498,10 +495,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
           },
           [&](OpBuilder &nested, Location) {
             BuildInside inside(b, nested);
-            // One token at a time, in a loop: one copy of the code.
-            Value end = arith::AddIOp::create(b, positions.front(),
-                                              emit.index(positions.size()));
-            emit.loop(positions.front(), end, [&](Value position) {
+            emit.inTurn(positions, [&](Value position) {
               Value row = rowAt(position);
               leafMLP(row, memref::LoadOp::create(b, leaves, row));
             });
