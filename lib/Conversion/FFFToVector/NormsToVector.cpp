@@ -141,11 +141,12 @@ public:
   void
   writeRow(RowLoader x, Value y, Value row, Value n,
            function_ref<Value(Value x, Value column, Value mask)> compute) {
-    auto vector = [&](Value j, Value mask) {
-      store(compute(x(row, j, mask), j, mask), y, {row, j}, mask);
-    };
-    forEachStep(
-        n, lanes, [&](Value j) { vector(j, Value()); }, vector);
+    writeCheckedRow(n, cast<MemRefType>(y.getType()).getElementType(),
+                    [&](Value j, Value mask) {
+                      Value value = compute(x(row, j, mask), j, mask);
+                      store(value, y, {row, j}, mask);
+                      return value;
+                    });
   }
 
   /// rsqrt(sum / n + epsilon).

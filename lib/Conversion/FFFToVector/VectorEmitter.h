@@ -27,7 +27,10 @@ public:
   VectorEmitter(mlir::ImplicitLocOpBuilder &b, const CPUVectorShape &shape)
       : b(b), lanes(shape.lanes), avx512Bf16(shape.avx512Bf16),
         f32Vector(mlir::VectorType::get({lanes}, b.getF32Type())),
-        maskVector(mlir::VectorType::get({lanes}, b.getI1Type())) {}
+        maskVector(mlir::VectorType::get({lanes}, b.getI1Type())),
+        module(b.getInsertionBlock()
+                   ->getParentOp()
+                   ->getParentOfType<mlir::ModuleOp>()) {}
 
   mlir::Value index(int64_t value) {
     return mlir::arith::ConstantIndexOp::create(b, value);
@@ -102,8 +105,34 @@ public:
       mlir::vector::StoreOp::create(b, value, buffer, indices);
   }
 
-  /// The f32 vector `value` rounded to `elementType` (f16 or bf16).
+  /// The f32 vector `value` rounded to `elementType` (f16 or bf16), as
+  /// bf16Rounding says.
   mlir::Value narrow(mlir::Value value, mlir::Type elementType);
+
+  /// How narrow() rounds to bf16 where the host has AVX512-BF16. The
+  /// results are the same bits as arith.truncf's in every mode but
+  /// `Unchecked`, whose caller checks them itself (writeCheckedRow).
+  enum class Bf16Rounding {
+    /// vcvtneps2bf16, unless the vector holds a NaN or a subnormal, which
+    /// take arith.truncf.
+    CheckedVector,
+    /// vcvtneps2bf16 alone.
+    Unchecked,
+    /// arith.truncf alone.
+    Integer,
+  };
+  Bf16Rounding bf16Rounding = Bf16Rounding::CheckedVector;
+
+  /// Writes [0, n) of a row of `elementType` a vector at a time with
+  /// `write(j, mask)`, which stores the f32 vector at column j with store()
+  /// and returns it. Where bf16 is rounded with vcvtneps2bf16, the check
+  /// for NaNs and subnormals is made once for the row rather than for each
+  /// vector: the row is written unchecked while the lanes that needed
+  /// arith.truncf are collected, and written again with arith.truncf if any
+  /// did (so `write` is built twice).
+  void writeCheckedRow(
+      mlir::Value n, mlir::Type elementType,
+      llvm::function_ref<mlir::Value(mlir::Value j, mlir::Value mask)> write);
 
   /// Declares, in the module, the fence that fenceStreamingStores calls;
   /// outside of any region still being built.
@@ -178,11 +207,24 @@ public:
   mlir::Value toTensor(mlir::Value buffer, mlir::Type type);
 
 protected:
+  /// The lanes of the f32 vector `value` that vcvtneps2bf16 would round
+  /// differently from arith.truncf.
+  mlir::Value needsIntegerBf16(mlir::Value value);
+
+  /// LLVM's intrinsic `name`, declared in the module, to be called by its
+  /// name; null where the module declares the name with another type. A
+  /// call rather than llvm.call_intrinsic: buffer deallocation, which runs
+  /// later, accepts calls but no op whose memory effects are unknown.
+  mlir::LLVM::LLVMFuncOp intrinsic(llvm::StringRef name, mlir::Type result,
+                                   llvm::ArrayRef<mlir::Type> parameters);
+
   mlir::ImplicitLocOpBuilder &b;
   int64_t lanes;
   /// CPUVectorShape::avx512Bf16.
   bool avx512Bf16;
   mlir::VectorType f32Vector, maskVector;
+  /// The module being rewritten, where intrinsics are declared.
+  mlir::ModuleOp module;
   /// llvm.x86.sse.sfence, once declareStreamingFence has declared it.
   mlir::LLVM::LLVMFuncOp streamingFence;
 };
