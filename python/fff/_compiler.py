@@ -131,6 +131,11 @@ class Function:
         self._results_type = type("Results", (ctypes.Structure,), {"_fields_": fields})
         packed = executable._engine.lookup("_mlir_ciface_" + self.name)
         self._packed = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(packed)
+        # The common CPU call, in native code (python/src/HostCall.h).
+        self._host_call = _fff.HostCall(
+            executable._engine, packed,
+            [(s["element"], s["shape"]) for s in self.arguments],
+            [(s["element"], s["shape"]) for s in self.results])
 
     def __repr__(self):
         def text(spec):
@@ -156,6 +161,14 @@ class Function:
         return self._call_cpu(args)
 
     def _call_cpu(self, args):
+        results = self._host_call(*args)
+        if results is not None:
+            return results
+        return self._call_cpu_converting(args)
+
+    def _call_cpu_converting(self, args):
+        """A CPU call whose arguments HostCall does not take as they are:
+        converted, copied, or refused with an error that says why."""
         described = [_memref.host_argument(f"@{self.name} argument #{i}", value, spec)
                      for i, (value, spec) in enumerate(zip(args, self.arguments))]
         storage = self._results_type() if self.results else None

@@ -2,11 +2,14 @@
 //
 // The thin native layer of the `fff` package: parsing, running pipelines
 // and JIT-compiling modules, through fff's C API (libFFFCAPI.so, which
-// carries MLIR's). Everything above it (argument checks, numpy and torch
-// marshalling) is Python, in fff/.
+// carries MLIR's), and the common case of a call to a compiled CPU function
+// (HostCall.h). Everything above it (argument checks and conversions, the
+// other calls) is Python, in fff/.
 //
 //===----------------------------------------------------------------------===//
 
+#include "FFFError.h"
+#include "HostCall.h"
 #include "fff-c/Compiler.h"
 #include "fff/Runtime/CudaRuntime.h"
 #include "fff/Runtime/Runtime.h"
@@ -16,7 +19,9 @@
 #include "mlir-c/IR.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <dlfcn.h>
 
@@ -24,13 +29,11 @@
 #include <string>
 
 namespace nb = nanobind;
+using fff::python::FFFError;
+using fff::python::HostCall;
+using fff::python::TensorSpec;
 
 namespace {
-
-/// fff's errors in Python: fff.FFFError, with fff's one-line message.
-struct FFFError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 void appendText(MlirStringRef text, void *string) {
   static_cast<std::string *>(string)->append(text.data, text.length);
@@ -280,4 +283,29 @@ NB_MODULE(_fff, m) {
            nb::arg("ir"), nb::arg("pipeline"), nb::arg("opt_level"),
            nb::arg("runner_utils"), nb::arg("async_runtime"))
       .def("lookup", &Engine::lookup, nb::arg("name"));
+
+  using Signature = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  auto specs = [](const Signature &signature) {
+    std::vector<TensorSpec> specs;
+    for (const auto &[element, shape] : signature)
+      specs.push_back({element, shape});
+    return specs;
+  };
+  nb::class_<HostCall>(m, "HostCall")
+      .def(
+          "__init__",
+          [specs](HostCall *self, nb::object engine, uintptr_t entry,
+                  const Signature &arguments, const Signature &results) {
+            new (self)
+                HostCall(engine, entry, specs(arguments), specs(results));
+          },
+          nb::arg("engine"), nb::arg("entry"), nb::arg("arguments"),
+          nb::arg("results"),
+          "A compiled CPU function's packed entry point (an address in "
+          "`engine`) and its signature: (element, shape) pairs, -1 for a "
+          "dynamic extent.")
+      .def("__call__", &HostCall::operator(),
+           "Calls the function on arrays it can read as they are and "
+           "returns its results; None, calling nothing, for other "
+           "arguments.");
 }

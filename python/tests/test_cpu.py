@@ -251,6 +251,72 @@ def test_aligned_copies_only_what_is_off_a_cache_line(rng):
     assert all(np.array_equal(a, c) for a, c in zip(off, on))
 
 
+def test_common_calls_are_made_natively_and_the_rest_converted(rng):
+    # HostCall takes arrays compiled code can read as they are; for anything
+    # else it calls nothing and returns None, and the Python side converts
+    # (or refuses) the arguments.
+    torch = pytest.importorskip("torch")
+    exe = fff.compile(norms_module("f32", 16))
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    g = rng.standard_normal(16).astype(np.float32)
+    expected = exe.rms_norm._call_cpu_converting((x, g))
+    read_only = x.copy()
+    read_only.flags.writeable = False
+    storage = bytearray(x.nbytes + 1)
+    misaligned = np.frombuffer(memoryview(storage)[1:], np.float32).reshape(3, 16)
+    misaligned[...] = x
+    as_is = [(x, g), (read_only, g), (torch.from_numpy(x), torch.from_numpy(g)),
+             (torch.from_numpy(x).requires_grad_(), torch.from_numpy(g)),
+             (x[:, None, :][:, 0], g)]  # a unit extent's stride does not matter
+    converted = [(np.asfortranarray(np.repeat(x, 2, 0))[::2], g), (misaligned, g),
+                 (torch.from_numpy(np.ascontiguousarray(x.T)).t(), torch.from_numpy(g))]
+    for args in as_is:
+        y = exe.rms_norm._host_call(*args)
+        assert y is not None and np.array_equal(np.asarray(y.detach() if hasattr(y, "detach") else y), expected)
+    for args in converted:
+        assert exe.rms_norm._host_call(*args) is None
+        y = exe.rms_norm(*args)
+        assert np.array_equal(np.asarray(y), expected)
+    refused = [(x.tolist(), g), (x.astype(np.float64), g), (np.ones((3, 17), np.float32), g), (x,)]
+    for args in refused:
+        assert exe.rms_norm._host_call(*args) is None
+        with pytest.raises(fff.FFFError):
+            exe.rms_norm(*args)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_native_and_converting_calls_give_the_same_results(dtype, rng):
+    exe = fff.compile(norms_module(dtype))
+    x, _ = quantize(rng.standard_normal((5, 96)) * 3 + 1, dtype)
+    g, _ = quantize(rng.standard_normal(96), dtype)
+    b, _ = quantize(rng.standard_normal(96), dtype)
+    args = [(x, g, b)]
+    torch = pytest.importorskip("torch")
+    as_torch = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    args.append(tuple(torch.from_numpy(a).view(as_torch) for a in (x, g, b)))
+    for call in args:
+        native = exe.layer_norm(*call)
+        converted = exe.layer_norm._call_cpu_converting(call)
+        for a, c in zip(native, converted):
+            assert type(a) is type(c) and a.dtype == c.dtype and a.shape == c.shape
+            assert (a == c).all() if isinstance(a, np.ndarray) else torch.equal(a, c)
+
+
+def test_a_result_that_is_an_argument_is_a_copy(rng):
+    # The caller's memory is theirs: a result viewing an argument is copied.
+    exe = fff.compile("""
+func.func @both(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  return %x, %x : tensor<?x8xf32>, tensor<?x8xf32>
+}""")
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    first, second = exe.both(x)
+    before = x.copy()
+    x += 1
+    assert np.array_equal(first, before) and np.array_equal(second, before)
+    first += 1
+    assert np.array_equal(second, before)
+
+
 def test_empty_batch():
     exe = fff.compile(norms_module("f32", 16))
     y = exe.rms_norm(np.zeros((0, 16), np.float32), np.ones(16, np.float32))
