@@ -11,8 +11,8 @@
 # --target cpu: --fff-cpu-pipeline with out-params (options such as
 # threads=1 or vector-bits=256); native code for this machine's CPU (its
 # vector width, unless vector-bits says otherwise). Arguments are host
-# buffers. Unless threads=1, the library runs norms on the thread pool of
-# MLIR's async runtime, which it loads from /usr/lib/llvm-22/lib.
+# buffers. Unless threads=1, the library runs norms and tree layers on the
+# threads of fff's async runtime, which it carries.
 #
 # Each public function of IN takes its buffers in MLIR's memref ABI
 # (docs/GPU.md): per memref, the allocated and aligned pointers, the offset,
@@ -52,10 +52,11 @@ if [ "$target" = cuda ]; then
 else
   "$bin/fff-opt" "$in" --fff-cpu-pipeline="out-params${options:+ $options}" -o "$work/lowered.mlir"
   runtime_api="fffGetLastError"
-  # The async runtime (threads) and MLIR's runner utilities (memrefCopy)
-  # are shared libraries of Debian's MLIR, found where they were at build time.
+  # fff_runtime holds the async runtime (threads); MLIR's runner utilities
+  # (memrefCopy) are a shared library of Debian's MLIR, found where it was
+  # at build time.
   runtimes=("$lib/libfff_runtime.a" -L"$llvm/../lib" -Wl,-rpath,"$llvm/../lib"
-            -lmlir_async_runtime -lmlir_c_runner_utils)
+            -lmlir_c_runner_utils -pthread)
   # This CPU's name and its features, as MLIR's JIT takes them. The name
   # alone (llc's "Host CPU") can stand for fewer features than the CPU has:
   # on a Sapphire Rapids VM it reads rocketlake, and bf16 norms built for

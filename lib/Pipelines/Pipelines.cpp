@@ -60,10 +60,10 @@ static void addBufferization(OpPassManager &pm) {
 }
 
 /// The norms' row loops and the tree layers' token loops (scf.parallel)
-/// become tasks of MLIR's async runtime, one contiguous block of iterations
-/// per thread, for `threads` threads (0: the runtime's workers, one per
-/// core). Each row or token is computed by one task whatever the split, so
-/// the results do not depend on the thread count.
+/// become tasks of the async runtime (fff's, lib/Runtime/AsyncRuntime.cpp),
+/// one contiguous block of iterations per thread, for `threads` threads (0:
+/// one per core). Each row or token is computed by one task whatever the split,
+/// so the results do not depend on the thread count.
 static void addRowThreads(OpPassManager &pm, int64_t threads) {
   if (threads == 1)
     return;

@@ -11,9 +11,6 @@ from ._fff import FFFError
 # MLIR's C runner utilities (memrefCopy and friends), which compiled CPU code
 # may call: beside the libMLIR.so fff was built against.
 _RUNNER_UTILS = "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
-# MLIR's async runtime, whose thread pool runs the norms' rows (CPU option
-# `threads`).
-_ASYNC_RUNTIME = "/usr/lib/llvm-22/lib/libmlir_async_runtime.so"
 _PIPELINES = {"cpu": "fff-cpu-pipeline", "cuda": "fff-gpu-pipeline"}
 _CACHE_LINE = 64
 
@@ -57,7 +54,7 @@ def compile(ir, target="cpu", **pipeline_options):
     if target == "cpu":
         pipeline_options.setdefault("buffer_cache", True)
     signatures = json.loads(_fff.describe(ir))
-    engine = _fff.Engine(ir, _pipeline(_PIPELINES[target], pipeline_options), 3, _RUNNER_UTILS, _ASYNC_RUNTIME)
+    engine = _fff.Engine(ir, _pipeline(_PIPELINES[target], pipeline_options), 3, _RUNNER_UTILS)
     # A GPU module loads its kernels as the engine starts; a missing driver
     # or a kernel the driver rejects is an error now, not at the first call.
     error = _fff.last_error()

@@ -129,40 +129,12 @@ public:
   std::string firstError;
 };
 
-/// What code lowered from the async dialect calls (mlir/ExecutionEngine/
-/// AsyncRuntime.h).
-constexpr const char *kAsyncRuntimeFunctions[] = {
-    "mlirAsyncRuntimeAddRef",
-    "mlirAsyncRuntimeDropRef",
-    "mlirAsyncRuntimeCreateToken",
-    "mlirAsyncRuntimeCreateValue",
-    "mlirAsyncRuntimeCreateGroup",
-    "mlirAsyncRuntimeAddTokenToGroup",
-    "mlirAsyncRuntimeEmplaceToken",
-    "mlirAsyncRuntimeEmplaceValue",
-    "mlirAsyncRuntimeSetTokenError",
-    "mlirAsyncRuntimeSetValueError",
-    "mlirAsyncRuntimeIsTokenError",
-    "mlirAsyncRuntimeIsValueError",
-    "mlirAsyncRuntimeIsGroupError",
-    "mlirAsyncRuntimeAwaitToken",
-    "mlirAsyncRuntimeAwaitValue",
-    "mlirAsyncRuntimeAwaitAllInGroup",
-    "mlirAsyncRuntimeGetValueStorage",
-    "mlirAsyncRuntimeExecute",
-    "mlirAsyncRuntimeAwaitTokenAndExecute",
-    "mlirAsyncRuntimeAwaitValueAndExecute",
-    "mlirAsyncRuntimeAwaitAllInGroupAndExecute",
-    "mlirAsyncRuntimGetNumWorkerThreads",
-    "mlirAsyncRuntimePrintCurrentThreadId",
-};
-
 /// A module compiled by a pipeline and JIT-compiled for this host, with
 /// fff's runtimes linked in. Keeps its context alive.
 class Engine {
 public:
   Engine(const std::string &ir, const std::string &pipeline, int optLevel,
-         const std::string &runnerUtils, const std::string &asyncRuntime)
+         const std::string &runnerUtils)
       : module(ir) {
     module.requestCInterfaces();
     module.run(pipeline);
@@ -180,15 +152,14 @@ public:
     if (void *utils = dlopen(runnerUtils.c_str(), RTLD_NOW | RTLD_LOCAL))
       if (void *copy = dlsym(utils, "memrefCopy"))
         registerSymbol("memrefCopy", copy);
-    // MLIR's async runtime, opened privately too, on whose thread pool the
-    // norms' rows run.
-    if (void *async = dlopen(asyncRuntime.c_str(), RTLD_NOW | RTLD_LOCAL))
-      for (const char *name : kAsyncRuntimeFunctions)
-        if (void *function = dlsym(async, name))
-          registerSymbol(name, function);
     // The runtimes, for the compiled code: failed checks report to
-    // fff_runtime, whose buffer cache CPU code allocates from; GPU host code
+    // fff_runtime, whose buffer cache CPU code allocates from and whose
+    // async runtime runs its rows and tokens in threads; GPU host code
     // launches through the CUDA runtime.
+    size_t count;
+    const FFFRuntimeSymbol *async = fffAsyncRuntimeSymbols(&count);
+    for (size_t i = 0; i < count; ++i)
+      registerSymbol(async[i].name, async[i].address);
     registerSymbol("fffReportCheckFailure", (void *)&fffReportCheckFailure);
     registerSymbol("_mlir_memref_to_llvm_alloc", (void *)&fffHostAlloc);
     registerSymbol("_mlir_memref_to_llvm_aligned_alloc",
@@ -279,9 +250,9 @@ NB_MODULE(_fff, m) {
 
   nb::class_<Engine>(m, "Engine")
       .def(nb::init<const std::string &, const std::string &, int,
-                    const std::string &, const std::string &>(),
+                    const std::string &>(),
            nb::arg("ir"), nb::arg("pipeline"), nb::arg("opt_level"),
-           nb::arg("runner_utils"), nb::arg("async_runtime"))
+           nb::arg("runner_utils"))
       .def("lookup", &Engine::lookup, nb::arg("name"));
 
   using Signature = std::vector<std::pair<std::string, std::vector<int64_t>>>;

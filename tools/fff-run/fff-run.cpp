@@ -324,14 +324,14 @@ Error run() {
   auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
                                                targetMachine->get());
   options.transformer = transformer;
-  // The async runtime runs the norms' rows on its thread pool.
-  SmallVector<StringRef> libraries{FFF_C_RUNNER_UTILS, FFF_ASYNC_RUNTIME};
+  SmallVector<StringRef> libraries{FFF_C_RUNNER_UTILS};
   options.sharedLibPaths = libraries;
   auto engine = ExecutionEngine::create(*module, options, std::move(*targetMachine));
   if (!engine)
     return engine.takeError();
-  // Failed run-time checks in the compiled code report here, and its
-  // buffers come from the host buffer cache.
+  // Failed run-time checks in the compiled code report here, its buffers
+  // come from the host buffer cache, and its rows and tokens run in the
+  // threads of fff's async runtime.
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     auto bind = [&](StringRef name, auto *function) {
@@ -342,6 +342,10 @@ Error run() {
     bind("_mlir_memref_to_llvm_alloc", &fffHostAlloc);
     bind("_mlir_memref_to_llvm_aligned_alloc", &fffHostAlignedAlloc);
     bind("_mlir_memref_to_llvm_free", &fffHostFree);
+    size_t count;
+    const FFFRuntimeSymbol *async = fffAsyncRuntimeSymbols(&count);
+    for (size_t i = 0; i < count; ++i)
+      bind(async[i].name, async[i].address);
     return symbols;
   });
   (*engine)->initialize();

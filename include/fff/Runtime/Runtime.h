@@ -52,6 +52,18 @@ void fffHostFree(void *buffer);
    limit starts at the environment's FFF_BUFFER_CACHE_BYTES, or 1 GiB. */
 size_t fffSetHostCacheLimit(size_t bytes);
 
+/* A function compiled code calls, by the name it calls it. */
+typedef struct {
+  const char *name;
+  void *address;
+} FFFRuntimeSymbol;
+
+/* fff's implementation of MLIR's async runtime (the entry points of
+   mlir/ExecutionEngine/AsyncRuntime.h, under their names), on which CPU code
+   runs its row and token loops in threads: `*count` symbols, for a JIT to
+   resolve. AOT libraries link them from this library. */
+const FFFRuntimeSymbol *fffAsyncRuntimeSymbols(size_t *count);
+
 #ifdef __cplusplus
 }
 #endif
