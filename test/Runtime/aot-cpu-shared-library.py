@@ -28,7 +28,7 @@ import numpy as np
 
 DEPTH, WIDTH, NODES = 3, 64, 15
 rng = np.random.default_rng(7)
-# Enough rows for both ops to use threads (2^19 elements, 2^22 multiply-adds).
+# Enough rows for both ops to use threads (2^17 elements, 2^19 multiply-adds).
 rows = 20000
 x = rng.standard_normal((rows, WIDTH)).astype(np.float32)
 g = rng.standard_normal(WIDTH).astype(np.float32)

@@ -18,7 +18,7 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
     * `fff.tree_ffn` / `fff.leaf_tree_ffn` become `scf.for` loops over
       buffers (`bufferization.to_buffer` of the operands, a fresh buffer for
       the result), because each row's path through the tree is data
-      dependent. Accumulation is in f32. A `tree_ffn` of 2^22
+      dependent. Accumulation is in f32. A `tree_ffn` of 2^19
       multiply-adds or more loops over its tokens with `scf.parallel`, which
       the CPU pipeline splits across threads.
 
@@ -44,7 +44,7 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     that normalizes, applies the affine parameters and narrows back to the
     element type. 16-bit elements are widened to f32 as they are loaded. A
     row's tail (its size modulo the vector width) uses masked loads and
-    stores. Norms of 2^19 elements or more loop with `scf.parallel`, which
+    stores. Norms of 2^17 elements or more loop with `scf.parallel`, which
     the CPU pipeline splits across threads; smaller ones with `scf.for`.
     The rows are independent, so the result is the same whichever rows run
     together.
@@ -88,7 +88,7 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
       ... vector.load %x[%row, %j] : memref<?x768xf32>, vector<16xf32> ...
     } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "avx512bf16",
                        lanes = 16 : i64,
-                       min_parallel_elements = 524288 : i64,
+                       min_parallel_elements = 131072 : i64,
                        min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
     ```
   }];
@@ -150,7 +150,7 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
 
     Each token's arithmetic, and the order of its sums, is the same whatever
     the grouping and the thread split, so neither changes a bit of the
-    result. Token loops of 2^22 multiply-adds or more are `scf.parallel`,
+    result. Token loops of 2^19 multiply-adds or more are `scf.parallel`,
     which the CPU pipeline splits across threads.
 
     bf16 results are rounded as `convert-fff-norms-to-vector` rounds them.
@@ -169,7 +169,7 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
           ... five levels of vector.fma, then memref.store %node, %nodes[%row]
         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "avx512bf16",
                            cache_bytes = 2097152 : i64,
-                           lanes = 16 : i64, min_parallel_work = 4194304 : i64,
+                           lanes = 16 : i64, min_parallel_work = 524288 : i64,
                            sort_level = 5 : i64, vector_bits = 512 : i64}}
       } else { ... }
       ... counting sort of %nodes into %order ...

@@ -56,11 +56,11 @@ func.func @rms_norm(%x: tensor<?x4x8xf32>) -> tensor<?x4x8xf32> {
 
 // tree_ffn: rows x trees x levels, a dot product per level, the y update, and
 // the branch `logit > 0` (exactly zero goes left). The rows are split across
-// threads (scf.parallel) from 2^22 multiply-adds, else looped over in one.
+// threads (scf.parallel) from 2^19 multiply-adds, else looped over in one.
 // CHECK-LABEL: func @tree_ffn
 // CHECK:         bufferization.to_buffer %{{.*}} read_only : tensor<?x8xf16> to memref<?x8xf16>
 // CHECK:         %[[ACC:.*]] = memref.alloc(%{{.*}}) : memref<?x4xf32>
-// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %{{.*}}, %c4194304
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %{{.*}}, %c524288
 // CHECK:         scf.if %[[LARGE]] {
 // CHECK:           scf.parallel
 // CHECK:         } else {

@@ -5,7 +5,7 @@
 // BITS: vector-bits must be 0 (this host's), 128, 256 or 512, not 300
 
 // A row of 768 f32: 16 lanes, four accumulators, 64 elements a step. Norms
-// of 2^19 elements or more split their rows across threads (scf.parallel,
+// of 2^17 elements or more split their rows across threads (scf.parallel,
 // which records the strategy); smaller ones loop over them in one.
 // Fresh buffers start on a cache line (alignment 64), so that no vector
 // access of a row straddles two.
@@ -29,13 +29,13 @@
 // CHECK:           scf.parallel
 // CHECK:             vector.store %{{.*}}, %[[Y]][%{{.*}}] {alignment = 64 : i64, nontemporal = true}
 // CHECK:             llvm.call @llvm.x86.sse.sfence()
-// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 524288 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 // CHECK:           scf.for
 // CHECK:             vector.store {{.*}} nontemporal = true
 // CHECK:             llvm.call @llvm.x86.sse.sfence()
 // CHECK:       } else {
 // CHECK:         %[[ELEMENTS:.*]] = arith.muli
-// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[ELEMENTS]], %c524288
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[ELEMENTS]], %c131072
 // CHECK:         scf.if %[[LARGE]] {
 // CHECK:         scf.parallel (%[[ROW:.*]]) =
 // CHECK:           scf.if
@@ -56,12 +56,12 @@
 // CHECK:             vector.maskedstore %[[Y]]
 // CHECK:           memref.store
 // CHECK:           memref.store
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 524288 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 // CHECK-NEXT:    } else {
 // CHECK:           scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c1
 // CHECK:         bufferization.to_tensor %[[Y]] restrict writable
 // AVX2-LABEL: func.func @layer_norm_stats
-// AVX2:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 8 : i64, min_parallel_elements = 524288 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 256 : i64}}
+// AVX2:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 8 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 256 : i64}}
 func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>)
     -> (tensor<?x768xf32>, tensor<?x1xf32>, tensor<?x1xf32>) {
   %y, %m, %r = fff.layer_norm %x scale(%g : tensor<768xf32>) bias(%b : tensor<768xf32>) return_stats : tensor<?x768xf32>
@@ -85,7 +85,7 @@ func.func @layer_norm_stats(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tens
 // CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
 // CHECK:           vector.load %[[SCALE]]
 // CHECK:           arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
-// CHECK:         } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 524288 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, vector_bits = 512 : i64}}
 func.func @rms_norm_bf16(%x: tensor<3x?x40xbf16>, %g: tensor<40xbf16>) -> tensor<3x?x40xbf16> {
   %y = fff.rms_norm %x scale(%g : tensor<40xbf16>) : tensor<3x?x40xbf16>
   return %y : tensor<3x?x40xbf16>

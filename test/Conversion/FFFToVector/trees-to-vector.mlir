@@ -42,7 +42,7 @@
 // CHECK:             math.erf %{{.*}} : vector<16xf32>
 // CHECK:             vector.maskedstore %[[SCALES]][%[[ROW]], %{{.*}}]
 // CHECK:             memref.store %{{.*}}, %[[NODES]][%[[ROW]]]
-// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 4194304 : i64, sort_level = 5 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 5 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:           %[[GROUPED:.*]] = arith.muli %[[GROUPS]], %c4
 // CHECK:           scf.for %{{.*}} = %[[GROUPED]] to
 // CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (index)
@@ -108,7 +108,7 @@ func.func @ultrafastbert(%x: tensor<?x768xf32>, %wi: tensor<1x4095x768xf32>, %bi
 // CHECK:             scf.if
 // CHECK:               arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK:               vector.store %{{.*}}, %[[RESULT]]
-// CHECK:           } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 4194304 : i64, sort_level = 0 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 0 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:         bufferization.to_tensor %[[RESULT]] restrict writable
 func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tensor<2x7x40xbf16>) -> tensor<?x40xbf16> {
   %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64, activation = #fff.activation<silu>}
@@ -131,7 +131,7 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 // CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step {{.*}} -> (index, index, index, index)
 // CHECK-COUNT-4:     arith.cmpf oge
 // CHECK:           memref.store %{{.*}}, %[[LEAVES]][%[[ROW]]]
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 4194304 : i64, sort_level = 3 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 3 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
 // CHECK:         memref.alloc() {alignment = 64 : i64} : memref<9xindex>
 // CHECK:         arith.shrui %{{.*}}, %c0

@@ -32,12 +32,13 @@
 namespace fff {
 
 /// The fewest multiply-adds from which a tree layer's token loop is split
-/// across threads: waking the async runtime's workers costs tens of
-/// microseconds. Measured here, UltraFastBERT-1x11 with one block of tokens
+/// across threads. fff's async runtime hands a block to a worker in well
+/// under a microsecond when calls come back to back, and wakes a sleeping
+/// one in a few. Measured here, UltraFastBERT-1x11 with one block of tokens
 /// per thread (the loop after the sort level does 13.8K multiply-adds a
-/// token): 128 tokens took 0.21 ms in one thread and 0.25-0.27 ms in two;
-/// 256 tokens 0.37-0.39 ms either way; 512 tokens 0.69 ms and 0.52 ms.
-constexpr int64_t kMinParallelTreeWork = int64_t(1) << 22;
+/// token), in one thread and in two: 16 tokens 9.5 and 9.1 us, 32 tokens
+/// 23 and 15 us, 64 tokens 95 and 30 us, 128 tokens 0.21 and 0.09 ms.
+constexpr int64_t kMinParallelTreeWork = int64_t(1) << 19;
 
 /// `accumulators` also sets how many vectors of hidden units leaf_tree_ffn
 /// computes together (or, for fewer units, how many partial sums of each),
