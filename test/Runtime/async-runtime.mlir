@@ -2,7 +2,8 @@
 // entry points fffAsyncRuntimeSymbols gives under MLIR's names, as compiled
 // code calls them: groups of tasks dispatched back to back and to sleeping
 // workers, each run once; errors; values; awaiters that run later or at
-// once; several callers at a time; a forked child.
+// once; a caller that runs the tasks no worker is free for; several callers
+// at a time; a forked child.
 //
 // RUN: cc -std=c11 -Wall -Werror -pthread -I %fff_src_root/include %S/Inputs/async_runtime.c -L %fff_obj_root/lib -lFFFCAPI -Wl,-rpath,%fff_obj_root/lib -o %t.async
 // RUN: %t.async | FileCheck %s --implicit-check-not=FAILED
@@ -20,5 +21,6 @@
 // CHECK: ok: and runs when another thread emplaces it
 // CHECK: ok: an awaiter of a ready token runs at once
 // CHECK: ok: a group's awaiter runs with its last token
+// CHECK: ok: a caller runs queued tasks no worker takes
 // CHECK: ok: three threads dispatching groups at once
 // CHECK: ok: a forked child runs its tasks

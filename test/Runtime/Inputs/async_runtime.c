@@ -97,6 +97,14 @@ static void emplaceLater(void *token) {
   emplaceToken(token);
 }
 
+static atomic_int blocked, release;
+static void blockWorker(void *token) {
+  atomic_fetch_add(&blocked, 1);
+  while (!atomic_load(&release))
+    usleep(100);
+  emplaceToken(token);
+}
+
 static void *caller(void *rounds) {
   for (intptr_t i = 0; i < (intptr_t)rounds; ++i)
     if (!runGroup(3, -1, NULL))
@@ -105,6 +113,8 @@ static void *caller(void *rounds) {
 }
 
 int main(void) {
+  // A runtime that loses a task hangs its caller: fail instead.
+  alarm(120);
   size_t count;
   fffAsyncRuntimeSymbols(&count);
   check(count == 23, "23 entry points, MLIR's AsyncRuntime.h");
@@ -183,6 +193,22 @@ int main(void) {
   check(atomic_load(&callbacks) == 3, "a group's awaiter runs with its last token");
   dropRef(token, 1);
   dropRef(group, 1);
+
+  // With every worker busy, a caller runs the tasks it waits for itself.
+  int64_t workers = workerThreads() - 1 > 0 ? workerThreads() - 1 : 1;
+  void *blockers[64];
+  for (int64_t i = 0; i < workers; ++i) {
+    blockers[i] = createToken();
+    execute(blockers[i], blockWorker);
+  }
+  while (atomic_load(&blocked) < workers)
+    usleep(100);
+  check(runGroup(3, -1, NULL), "a caller runs queued tasks no worker takes");
+  atomic_store(&release, 1);
+  for (int64_t i = 0; i < workers; ++i) {
+    awaitToken(blockers[i]);
+    dropRef(blockers[i], 1);
+  }
 
   pthread_t threads[3];
   for (int i = 0; i < 3; ++i)
