@@ -221,9 +221,10 @@ struct ClassToCompare : OpRewritePattern<ClassOp> {
   }
 };
 
-/// Vector math is unrolled per element where NVPTX has no vector form; a
-/// thread's vectors are a few registers wide, and a wider one (from hostile
-/// input, say) would unroll without end.
+/// A thread's vectors are a few registers wide. Vector math is unrolled per
+/// element where NVPTX has no vector form, and a wider vector (from hostile
+/// input, say) would unroll without end; NVPTX's instruction selection
+/// aborts on a kernel argument or store of 65536 lanes.
 constexpr int64_t kMaxVectorElements = 64;
 
 struct LegalizeKernelMathPass
@@ -237,20 +238,28 @@ struct LegalizeKernelMathPass
         return signalPassFailure();
   }
 
+  /// Every value of the kernels, and the element types of their memrefs.
   static LogicalResult checkVectorWidths(gpu::GPUModuleOp module) {
-    WalkResult wide = module.walk([](Operation *op) {
-      if (!isa_and_present<math::MathDialect>(op->getDialect()) &&
-          !isa<arith::RemFOp>(op))
-        return WalkResult::advance();
-      for (Type type : op->getResultTypes()) {
-        auto vectorType = dyn_cast<VectorType>(type);
-        if (vectorType && vectorType.getNumElements() > kMaxVectorElements) {
+    auto tooWide = [](Type type) -> VectorType {
+      if (auto memref = dyn_cast<BaseMemRefType>(type))
+        type = memref.getElementType();
+      auto vectorType = dyn_cast<VectorType>(type);
+      return vectorType && vectorType.getNumElements() > kMaxVectorElements
+                 ? vectorType
+                 : VectorType();
+    };
+    WalkResult wide = module.walk([&](Operation *op) {
+      SmallVector<Type> types(op->getResultTypes());
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          llvm::append_range(types, block.getArgumentTypes());
+      for (Type type : types)
+        if (VectorType vectorType = tooWide(type)) {
           op->emitOpError("on ")
               << vectorType << " in a GPU kernel: vectors of more than "
               << kMaxVectorElements << " elements are not lowered";
           return WalkResult::interrupt();
         }
-      }
       return WalkResult::advance();
     });
     return failure(wide.wasInterrupted());

@@ -96,3 +96,30 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Any wide vector of a kernel, not only math's: NVPTX aborted on this one's
+// argument and store (found by fff-fuzz).
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @below {{'gpu.func' op on 'vector<65536xf32>' in a GPU kernel: vectors of more than 64 elements are not lowered}}
+    gpu.func @wide_store(%v: vector<65536xf32>, %out: memref<?xvector<65536xf32>>) kernel {
+      %c0 = arith.constant 0 : index
+      memref.store %v, %out[%c0] : memref<?xvector<65536xf32>>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A memref of wide vectors is one too.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @below {{'gpu.func' op on 'vector<128xf16>' in a GPU kernel: vectors of more than 64 elements are not lowered}}
+    gpu.func @wide_elements(%out: memref<4xvector<128xf16>>) kernel {
+      gpu.return
+    }
+  }
+}

@@ -253,6 +253,9 @@ def LegalizeKernelMath : Pass<"fff-legalize-kernel-math", "::mlir::ModuleOp"> {
       `copysign`, `fmin`, `fmax` to LLVM intrinsics NVPTX implements.
 
     A math op left after that is an error naming the op and its kernel.
+    So is, first, a vector of more than 64 elements anywhere in a kernel (a
+    value, an argument, a memref's elements): math on it would unroll
+    without end, and NVPTX aborts on one of 65536.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
