@@ -122,6 +122,10 @@ class Function:
                 if spec["element"] is None:
                     raise FFFError(f"@{self.name} {kind} #{i} is not a ranked tensor; "
                                    "fff's Python functions pass tensors")
+                if spec["element"] not in _memref.NUMPY_DTYPES:
+                    raise FFFError(f"@{self.name} {kind} #{i} has element type {spec['element']}, "
+                                   "which fff's Python functions do not pass (they pass "
+                                   f"{', '.join(_memref.NUMPY_DTYPES)})")
         # Results come back through one pointer: to the descriptor, or to a
         # struct of them (laid end to end: all fields are 8 bytes).
         fields = [(f"r{i}", _memref.descriptor_type(len(spec["shape"]))) for i, spec in enumerate(self.results)]

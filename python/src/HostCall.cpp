@@ -49,12 +49,14 @@ std::optional<ElementDTypes> elementDTypes(const std::string &element) {
 /// torch.Tensor, if torch has been imported (fff never imports it).
 PyObject *torchTensorType() {
   static PyObject *tensor = nullptr;
-  if (!tensor)
-    if (PyObject *torch = PyImport_GetModule(nb::str("torch").ptr())) {
-      tensor = PyObject_GetAttrString(torch, "Tensor");
-      Py_DECREF(torch);
-      PyErr_Clear();
-    }
+  if (tensor)
+    return tensor;
+  if (PyObject *torch = PyImport_GetModule(nb::str("torch").ptr())) {
+    tensor = PyObject_GetAttrString(torch, "Tensor");
+    Py_DECREF(torch);
+  }
+  // Not imported (or no Tensor): no argument is a tensor.
+  PyErr_Clear();
   return tensor;
 }
 
@@ -112,10 +114,16 @@ HostCall::HostCall(nb::object engine, uintptr_t entry,
     resultOffsets.push_back(resultFields);
     resultFields += descriptorFields(result.shape.size());
   }
+  auto known = [](const TensorSpec &spec) {
+    return elementDTypes(spec.element).has_value();
+  };
+  allKnown =
+      std::all_of(this->arguments.begin(), this->arguments.end(), known) &&
+      std::all_of(this->results.begin(), this->results.end(), known);
 }
 
 nb::object HostCall::operator()(nb::args args) const {
-  if (args.size() != arguments.size())
+  if (!allKnown || args.size() != arguments.size())
     return nb::none();
   bool torch = false;
   std::vector<nb::ndarray<nb::ro>> arrays(args.size());
@@ -187,14 +195,19 @@ nb::object HostCall::operator()(nb::args args) const {
     // An empty result may come without a buffer; its array is a copy of
     // nothing.
     alignas(64) static char nothing[64];
-    bool copied = !fields[1] || !allocated || viewsAnArgument(allocated);
+    if (!fields[1]) {
+      if (std::count(shape.begin(), shape.end(), size_t(0)) == 0)
+        throw FFFError("result #" + std::to_string(r) +
+                       " came back without a buffer");
+      data = nothing;
+    }
+    bool copied = data == nothing || !allocated || viewsAnArgument(allocated);
     nb::object owner = copied ? nb::object() : ownerOf(allocated);
     nb::rv_policy policy =
         copied ? nb::rv_policy::copy_v : nb::rv_policy::reference_v;
     auto wrap = [&](auto framework) {
       using Array = nb::ndarray<decltype(framework)>;
-      Array array(fields[1] ? data : nothing, rank, shape.data(), owner,
-                  fields + 3 + rank, type);
+      Array array(data, rank, shape.data(), owner, fields + 3 + rank, type);
       return nb::object(array.cast(policy));
     };
     values.append(torch ? wrap(nb::pytorch()) : wrap(nb::numpy()));

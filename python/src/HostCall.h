@@ -55,6 +55,9 @@ private:
   /// 8-byte fields, and the storage's size.
   std::vector<size_t> resultOffsets;
   size_t resultFields = 0;
+  /// Whether every element type is one HostCall passes (else the Python
+  /// side says what it makes of them).
+  bool allKnown = false;
 };
 
 } // namespace fff::python
