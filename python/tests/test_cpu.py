@@ -27,12 +27,16 @@ func.func @rms_norm(%x: {x}, %g: {p}) -> {x} {{
 """
 
 
+def layer_norm_inputs(dtype, rng):
+    """x (5x96), g and b in `dtype`: [(storage array, float64 values)]."""
+    return [quantize(rng.standard_normal((5, 96)) * 3 + 1, dtype),
+            quantize(rng.standard_normal(96), dtype), quantize(rng.standard_normal(96), dtype)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_norms_on_numpy(dtype, rng):
     exe = fff.compile(norms_module(dtype))
-    x_arr, x = quantize(rng.standard_normal((5, 96)) * 3 + 1, dtype)
-    g_arr, g = quantize(rng.standard_normal(96), dtype)
-    b_arr, b = quantize(rng.standard_normal(96), dtype)
+    (x_arr, x), (g_arr, g), (b_arr, b) = layer_norm_inputs(dtype, rng)
     y, mean, rstd = exe.layer_norm(x_arr, g_arr, b_arr)
     ref_y, ref_mean, ref_rstd = layer_norm(x, g, b)
     assert y.dtype == x_arr.dtype and y.shape == (5, 96) and mean.shape == (5, 1)
@@ -287,9 +291,7 @@ def test_common_calls_are_made_natively_and_the_rest_converted(rng):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_native_and_converting_calls_give_the_same_results(dtype, rng):
     exe = fff.compile(norms_module(dtype))
-    x, _ = quantize(rng.standard_normal((5, 96)) * 3 + 1, dtype)
-    g, _ = quantize(rng.standard_normal(96), dtype)
-    b, _ = quantize(rng.standard_normal(96), dtype)
+    x, g, b = (array for array, _ in layer_norm_inputs(dtype, rng))
     args = [(x, g, b)]
     torch = pytest.importorskip("torch")
     as_torch = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
