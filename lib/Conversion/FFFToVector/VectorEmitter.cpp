@@ -3,7 +3,6 @@
 #include "VectorEmitter.h"
 
 #include "fff/Conversion/RowLoops.h"
-#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/FloatingPointMode.h"
@@ -165,9 +164,16 @@ Value fff::VectorEmitter::needsIntegerBf16(Value value) {
 
 LLVM::LLVMFuncOp fff::VectorEmitter::intrinsic(StringRef name, Type result,
                                                ArrayRef<Type> parameters) {
-  FailureOr<LLVM::LLVMFuncOp> declared =
-      LLVM::lookupOrCreateFn(b, module, name, parameters, result);
-  return succeeded(declared) ? *declared : LLVM::LLVMFuncOp();
+  auto type = LLVM::LLVMFunctionType::get(result, parameters);
+  // A user's module may hold the name already, as anything.
+  if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
+    auto function = dyn_cast<LLVM::LLVMFuncOp>(existing);
+    return function && function.getFunctionType() == type ? function
+                                                          : LLVM::LLVMFuncOp();
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  return LLVM::LLVMFuncOp::create(b, name, type);
 }
 
 void fff::VectorEmitter::writeCheckedRow(

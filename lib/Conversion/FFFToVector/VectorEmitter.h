@@ -135,7 +135,7 @@ public:
       llvm::function_ref<mlir::Value(mlir::Value j, mlir::Value mask)> write);
 
   /// Declares, in the module, the fence that fenceStreamingStores calls;
-  /// outside of any region still being built.
+  /// fails where the module holds its name as something else.
   mlir::LogicalResult declareStreamingFence();
 
   /// Orders the streaming stores issued so far before any later store of
@@ -212,7 +212,7 @@ protected:
   mlir::Value needsIntegerBf16(mlir::Value value);
 
   /// LLVM's intrinsic `name`, declared in the module, to be called by its
-  /// name; null where the module declares the name with another type. A
+  /// name; null where the module holds the name as anything else. A
   /// call rather than llvm.call_intrinsic: buffer deallocation, which runs
   /// later, accepts calls but no op whose memory effects are unknown.
   mlir::LLVM::LLVMFuncOp intrinsic(llvm::StringRef name, mlir::Type result,
