@@ -304,6 +304,30 @@ def test_native_and_converting_calls_give_the_same_results(dtype, rng):
             assert (a == c).all() if isinstance(a, np.ndarray) else torch.equal(a, c)
 
 
+def test_calls_from_several_threads_at_once(rng):
+    # Native calls release the GIL: four threads call one function at once,
+    # each with its own inputs, large enough to split across threads too.
+    import threading
+    exe = fff.compile(norms_module("f32", 768))
+    g = rng.standard_normal(768).astype(np.float32)
+    xs = [rng.standard_normal((300, 768)).astype(np.float32) * (i + 1) for i in range(4)]
+    expected = [exe.rms_norm(x, g) for x in xs]
+    mismatches = []
+
+    def call(i):
+        for _ in range(50):
+            if not np.array_equal(exe.rms_norm(xs[i], g), expected[i]):
+                mismatches.append(i)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not mismatches
+    assert relative_error(expected[3], rms_norm(xs[3].astype(np.float64), g)) < TOLERANCE["f32"]
+
+
 def test_a_result_that_is_an_argument_is_a_copy(rng):
     # The caller's memory is theirs: a result viewing an argument is copied.
     exe = fff.compile("""
