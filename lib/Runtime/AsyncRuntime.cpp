@@ -109,11 +109,7 @@ public:
     std::unique_lock<std::mutex> lock(mutex);
     if (tasks.empty())
       return false;
-    Task task = std::move(tasks.front());
-    tasks.pop_front();
-    queued.fetch_sub(1, std::memory_order_relaxed);
-    lock.unlock();
-    task();
+    runFront(lock);
     return true;
   }
 
@@ -131,12 +127,18 @@ private:
         ready.wait(lock, [&] { return !tasks.empty(); });
         --sleepers;
       }
-      Task task = std::move(tasks.front());
-      tasks.pop_front();
-      queued.fetch_sub(1, std::memory_order_relaxed);
-      lock.unlock();
-      task();
+      runFront(lock);
     }
+  }
+
+  /// Takes the first queued task (there is one, and `lock` holds the
+  /// queue), releases the queue and runs it.
+  void runFront(std::unique_lock<std::mutex> &lock) {
+    Task task = std::move(tasks.front());
+    tasks.pop_front();
+    queued.fetch_sub(1, std::memory_order_relaxed);
+    lock.unlock();
+    task();
   }
 
   std::mutex mutex;
@@ -311,25 +313,26 @@ FFF_ASYNC_ENTRY int64_t mlirAsyncRuntimeAddTokenToGroup(Token *token,
   return rank;
 }
 
-static void makeReady(Readiness *object, bool error) {
+/// Makes `object` ready and drops the reference the runtime held for it.
+static void settle(Readiness *object, bool error) {
   object->makeReady(error);
   object->dropRef(1);
 }
 
 FFF_ASYNC_ENTRY void mlirAsyncRuntimeEmplaceToken(Token *token) {
-  makeReady(token, false);
+  settle(token, false);
 }
 
 FFF_ASYNC_ENTRY void mlirAsyncRuntimeEmplaceValue(Value *value) {
-  makeReady(value, false);
+  settle(value, false);
 }
 
 FFF_ASYNC_ENTRY void mlirAsyncRuntimeSetTokenError(Token *token) {
-  makeReady(token, true);
+  settle(token, true);
 }
 
 FFF_ASYNC_ENTRY void mlirAsyncRuntimeSetValueError(Value *value) {
-  makeReady(value, true);
+  settle(value, true);
 }
 
 FFF_ASYNC_ENTRY bool mlirAsyncRuntimeIsTokenError(Token *token) {
