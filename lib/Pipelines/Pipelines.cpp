@@ -108,6 +108,15 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   }
   pm.addPass(createConvertFFFToLoops());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  if (!options.reference) {
+    // The elementwise work left (a residual add after a tree layer, casts,
+    // activations) in as few passes over memory as its producers and
+    // consumers fuse into, each a vector loop over rows.
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+    ConvertElementwiseToVectorOptions elementwise;
+    elementwise.vectorBits = options.vectorBits;
+    pm.addPass(createConvertElementwiseToVector(elementwise));
+  }
   pm.addPass(createCanonicalizerPass());
 
   // Tensors -> buffers, with deallocation of everything not returned; the

@@ -200,6 +200,65 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
   ];
 }
 
+def ConvertElementwiseToVector : Pass<"convert-elementwise-to-vector"> {
+  let summary = "Lower elementwise linalg ops to vector code over row loops "
+                "(fast CPU path)";
+  let description = [{
+    Replaces each elementwise `linalg.generic` on tensors (the residual adds,
+    casts, scales and activations around fff's ops) with a loop over its
+    rows on buffers: the leading dims, flattened, split across threads from
+    `min_parallel_elements` elements on (`scf.parallel`, which the CPU
+    pipeline hands to fff's async runtime). Each row is computed a vector at
+    a time along its last dim, the payload's ops applied lane by lane, and
+    its tail (the last dim modulo the vector width) element by element with
+    the payload as written. Each element goes through the same ops in the
+    same order as under `convert-linalg-to-loops`, so the results are the
+    same bits.
+
+    An op qualifies when all its loops are parallel, its results use identity
+    maps (and its payload does not read them), each input map selects
+    dims in order or the constant 0 (a broadcast: an input without the last
+    dim is loaded once per row), its tensors hold floats or integers of 8 to
+    64 bits (not i1, whose vectors LLVM packs into bits), and its payload is
+    elementwise `arith` and `math` ops. Others are left to
+    `convert-linalg-to-loops`.
+
+    The vector width is chosen in `CPUElementwiseStrategy.cpp` from
+    `vector-bits` (0: the widest registers this host has), and recorded on
+    the row loop as `fff.strategy`.
+
+    Run before bufferization, after `convert-elementwise-to-linalg`.
+
+    Example (`vector-bits=512`): `%x + %y` on `tensor<?x768xf32>` becomes
+
+    ```mlir
+    scf.parallel (%row) = (%c0) to (%rows) step (%c1) {
+      scf.for %j = %c0 to %vectors step %c16 {
+        %a = vector.load %x[%row, %j] : memref<?x768xf32>, vector<16xf32>
+        %b = vector.load %y[%row, %j] : memref<?x768xf32>, vector<16xf32>
+        %s = arith.addf %a, %b : vector<16xf32>
+        vector.store %s, %sum[%row, %j] : memref<?x768xf32>, vector<16xf32>
+      }
+      scf.for %j = %vectors to %c768 step %c1 { ... scalars ... }
+    } {fff.strategy = {lanes = 16 : i64, min_parallel_elements = 131072 : i64,
+                       vector_bits = 512 : i64}}
+    ```
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "Vector register width in bits: 128, 256 or 512; 0 takes this "
+           "host's widest">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower fff ops to one GPU kernel each";
   let description = [{

@@ -21,6 +21,7 @@
 
 #include "fff/Conversion/Passes.h"
 
+#include "LaneWise.h"
 #include "VectorEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "fff/Conversion/RowLoops.h"
@@ -200,17 +201,8 @@ linalg::GenericOp elementwisePrologue(Value input) {
     if (!type || type.getShape() != shape)
       return {};
   }
-  Block *body = generic.getBody();
-  for (Operation &op : body->without_terminator()) {
-    bool elementwise = OpTrait::hasElementwiseMappableTraits(&op) &&
-                       op.getNumRegions() == 0 && op.getNumResults() == 1;
-    if (!elementwise && !isa<arith::ConstantOp>(op))
-      return {};
-    for (Value operand : op.getOperands())
-      if (operand.getParentBlock() != body &&
-          !operand.getType().isIntOrIndexOrFloat())
-        return {};
-  }
+  if (!isLaneWisePayload(*generic.getBody()))
+    return {};
   return generic;
 }
 
@@ -274,39 +266,9 @@ struct NormRows {
   }
 
   /// The prologue's body on `operands`: scalars (`lanes` 0) or vectors of
-  /// `lanes`, whose ops it applies lane by lane.
+  /// `lanes`.
   Value evaluatePrologue(ValueRange operands, int64_t lanes) {
-    auto lanesOf = [&](Type type) -> Type {
-      return lanes ? VectorType::get({lanes}, type) : type;
-    };
-    Block *body = prologue.getBody();
-    IRMapping values;
-    values.map(body->getArguments().take_front(operands.size()), operands);
-    // A scalar from outside the body (a captured constant) is the same in
-    // every lane.
-    auto valueOf = [&](Value value) {
-      if (!values.contains(value))
-        values.map(value, lanes ? vector::BroadcastOp::create(
-                                      b, lanesOf(value.getType()), value)
-                                : value);
-      return values.lookup(value);
-    };
-    for (Operation &op : body->without_terminator()) {
-      for (Value operand : op.getOperands())
-        valueOf(operand);
-      Operation *copy = b.clone(op, values);
-      if (lanes && isa<arith::ConstantOp>(op)) {
-        values.map(op.getResult(0), vector::BroadcastOp::create(
-                                        b, lanesOf(op.getResult(0).getType()),
-                                        copy->getResult(0)));
-        continue;
-      }
-      for (Value result : copy->getResults())
-        result.setType(lanesOf(result.getType()));
-      values.map(op.getResults(), copy->getResults());
-    }
-    // The body may yield a value from outside it.
-    return valueOf(body->getTerminator()->getOperand(0));
+    return evaluateLaneWise(b, *prologue.getBody(), operands, lanes).front();
   }
 
   /// `body(row)` for each row, threaded when large (RowEmitter::forEachRow).

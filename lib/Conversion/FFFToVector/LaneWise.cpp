@@ -1,0 +1,68 @@
+//===- LaneWise.cpp - elementwise payloads evaluated on vectors -*- C++ -*-===//
+
+#include "LaneWise.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+bool fff::isLaneWisePayload(Block &body) {
+  for (Operation &op : body.without_terminator()) {
+    bool elementwise = OpTrait::hasElementwiseMappableTraits(&op) &&
+                       op.getNumRegions() == 0 && op.getNumResults() == 1 &&
+                       op.getResult(0).getType().isIntOrIndexOrFloat();
+    if (!elementwise && !isa<arith::ConstantOp>(op))
+      return false;
+    // Its exponent would become a vector, and LLVM's powi takes a scalar.
+    if (isa<math::FPowIOp>(op))
+      return false;
+    for (Value operand : op.getOperands())
+      if (operand.getParentBlock() != &body &&
+          !operand.getType().isIntOrIndexOrFloat())
+        return false;
+  }
+  return llvm::all_of(body.getTerminator()->getOperands(), [&](Value value) {
+    return value.getParentBlock() == &body ||
+           value.getType().isIntOrIndexOrFloat();
+  });
+}
+
+SmallVector<Value> fff::evaluateLaneWise(ImplicitLocOpBuilder &b, Block &body,
+                                         ValueRange operands, int64_t lanes) {
+  auto lanesOf = [&](Type type) -> Type {
+    return lanes ? VectorType::get({lanes}, type) : type;
+  };
+  IRMapping values;
+  values.map(body.getArguments().take_front(operands.size()), operands);
+  // A scalar from outside the body (a captured constant) is the same in
+  // every lane.
+  auto valueOf = [&](Value value) {
+    if (!values.contains(value))
+      values.map(value, lanes ? vector::BroadcastOp::create(
+                                    b, lanesOf(value.getType()), value)
+                              : value);
+    return values.lookup(value);
+  };
+  for (Operation &op : body.without_terminator()) {
+    for (Value operand : op.getOperands())
+      valueOf(operand);
+    Operation *copy = b.clone(op, values);
+    if (lanes && isa<arith::ConstantOp>(op)) {
+      values.map(op.getResult(0), vector::BroadcastOp::create(
+                                      b, lanesOf(op.getResult(0).getType()),
+                                      copy->getResult(0)));
+      continue;
+    }
+    for (Value result : copy->getResults())
+      result.setType(lanesOf(result.getType()));
+    values.map(op.getResults(), copy->getResults());
+  }
+  // The body may yield a value from outside it.
+  SmallVector<Value> results;
+  for (Value yielded : body.getTerminator()->getOperands())
+    results.push_back(valueOf(yielded));
+  return results;
+}

@@ -1,0 +1,36 @@
+//===- LaneWise.h - elementwise payloads evaluated on vectors ---*- C++ -*-===//
+//
+// An elementwise linalg.generic's payload computes one element from one
+// element of each operand. Applied to vectors instead, lane by lane, it
+// computes `lanes` elements with the same ops in the same order: the CPU
+// lowerings use this to evaluate a norm's prologue as the norm reads its
+// rows, and elementwise work a vector at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_LIB_CONVERSION_FFFTOVECTOR_LANEWISE_H
+#define FFF_LIB_CONVERSION_FFFTOVECTOR_LANEWISE_H
+
+#include "mlir/IR/Block.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fff {
+
+/// Whether `body` can be evaluated lane by lane: its ops are elementwise
+/// (arith, math) without regions, or constants, and whatever they take from
+/// outside the body is a scalar. Not math.fpowi, whose vector form LLVM
+/// cannot lower.
+bool isLaneWisePayload(mlir::Block &body);
+
+/// The values `body` yields when its leading block arguments are
+/// `operands`: scalars (`lanes` 0) or vectors of `lanes` elements, to which
+/// each of its ops applies lane by lane. Scalars from outside the body are
+/// the same in every lane.
+llvm::SmallVector<mlir::Value> evaluateLaneWise(mlir::ImplicitLocOpBuilder &b,
+                                                mlir::Block &body,
+                                                mlir::ValueRange operands,
+                                                int64_t lanes);
+
+} // namespace fff
+
+#endif // FFF_LIB_CONVERSION_FFFTOVECTOR_LANEWISE_H
