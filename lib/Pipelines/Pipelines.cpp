@@ -97,6 +97,13 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   if (!options.outParams)
     pm.addPass(fff::createOutlineOps());
   if (!options.reference) {
+    // Elementwise tensor work as linalg ops, each maximal group of
+    // producers and consumers fused into one: a norm computes the one that
+    // feeds it alone as it reads its rows, a tree layer applies the one
+    // that alone reads its result as it writes its rows, and the rest
+    // become vector loops of their own.
+    pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+    pm.addPass(createLinalgElementwiseOpFusionPass());
     ConvertFFFNormsToVectorOptions vectors;
     vectors.vectorBits = options.vectorBits;
     vectors.integerBf16 = options.integerBf16;
@@ -105,18 +112,12 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     trees.vectorBits = options.vectorBits;
     trees.integerBf16 = options.integerBf16;
     pm.addPass(createConvertFFFTreesToVector(trees));
-  }
-  pm.addPass(createConvertFFFToLoops());
-  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  if (!options.reference) {
-    // The elementwise work left (a residual add after a tree layer, casts,
-    // activations) in as few passes over memory as its producers and
-    // consumers fuse into, each a vector loop over rows.
-    pm.addPass(createLinalgElementwiseOpFusionPass());
     ConvertElementwiseToVectorOptions elementwise;
     elementwise.vectorBits = options.vectorBits;
     pm.addPass(createConvertElementwiseToVector(elementwise));
   }
+  pm.addPass(createConvertFFFToLoops());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
 
   // Tensors -> buffers, with deallocation of everything not returned; the

@@ -31,16 +31,6 @@ using namespace fff;
 
 namespace {
 
-/// Whether buffers of `type` hold elements a vector load reads as a scalar
-/// load does: floats, and integers of whole bytes. (A vector of i1 is packed
-/// into bits, a memref of i1 holds a byte per element.)
-bool isVectorElement(Type type) {
-  if (isa<FloatType>(type))
-    return true;
-  auto integer = dyn_cast<IntegerType>(type);
-  return integer && llvm::is_contained({8u, 16u, 32u, 64u}, integer.getWidth());
-}
-
 /// Whether `map`, an input's indexing map, reads the iteration's dims in
 /// order, each at most once, or the constant 0 (a broadcast dim): an
 /// input's row is then contiguous along the last dim, or does not depend on

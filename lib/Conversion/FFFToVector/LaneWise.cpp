@@ -19,6 +19,10 @@ bool fff::isLaneWisePayload(Block &body) {
     // Its exponent would become a vector, and LLVM's powi takes a scalar.
     if (isa<math::FPowIOp>(op))
       return false;
+    if (isa<arith::DivSIOp, arith::DivUIOp, arith::CeilDivSIOp,
+            arith::CeilDivUIOp, arith::FloorDivSIOp, arith::RemSIOp,
+            arith::RemUIOp>(op))
+      return false;
     for (Value operand : op.getOperands())
       if (operand.getParentBlock() != &body &&
           !operand.getType().isIntOrIndexOrFloat())
@@ -28,6 +32,33 @@ bool fff::isLaneWisePayload(Block &body) {
     return value.getParentBlock() == &body ||
            value.getType().isIntOrIndexOrFloat();
   });
+}
+
+bool fff::isVectorElement(Type type) {
+  if (isa<FloatType>(type))
+    return true;
+  auto integer = dyn_cast<IntegerType>(type);
+  return integer && llvm::is_contained({8u, 16u, 32u, 64u}, integer.getWidth());
+}
+
+bool fff::isSameShapeElementwise(linalg::GenericOp generic) {
+  if (generic->getNumResults() != 1 || generic.getNumDpsInits() != 1 ||
+      !generic.hasPureTensorSemantics() ||
+      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)) ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  auto resultType = cast<RankedTensorType>(generic->getResult(0).getType());
+  if (!isVectorElement(resultType.getElementType()))
+    return false;
+  for (Value operand : generic.getDpsInputs()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || type.getShape() != resultType.getShape() ||
+        !isVectorElement(type.getElementType()))
+      return false;
+  }
+  return isLaneWisePayload(*generic.getBody());
 }
 
 SmallVector<Value> fff::evaluateLaneWise(ImplicitLocOpBuilder &b, Block &body,

@@ -11,6 +11,7 @@
 #ifndef FFF_LIB_CONVERSION_FFFTOVECTOR_LANEWISE_H
 #define FFF_LIB_CONVERSION_FFFTOVECTOR_LANEWISE_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Block.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -19,8 +20,20 @@ namespace fff {
 /// Whether `body` can be evaluated lane by lane: its ops are elementwise
 /// (arith, math) without regions, or constants, and whatever they take from
 /// outside the body is a scalar. Not math.fpowi, whose vector form LLVM
-/// cannot lower.
+/// cannot lower, nor integer division or remainder: a masked-off lane (a
+/// zero) would trap.
 bool isLaneWisePayload(mlir::Block &body);
+
+/// Whether buffers of `type` hold elements that a vector load reads as
+/// scalar loads do: floats, and integers of whole bytes. (A vector of i1 is
+/// packed into bits, a buffer of i1 holds a byte per element.)
+bool isVectorElement(mlir::Type type);
+
+/// Whether `generic` computes its one result elementwise from tensors of
+/// the result's shape alone: all loops parallel, identity maps, its result
+/// not read, elements vector loads read, a lane-wise payload. Such an op
+/// can be computed a vector at a time wherever a row of its result is.
+bool isSameShapeElementwise(mlir::linalg::GenericOp generic);
 
 /// The values `body` yields when its leading block arguments are
 /// `operands`: scalars (`lanes` 0) or vectors of `lanes` elements, to which

@@ -186,22 +186,11 @@ std::optional<int64_t> staticRowSize(RankedTensorType type,
 /// arith and math ops. The norm then computes it as it reads each row,
 /// instead of reading a buffer the generic would have written.
 linalg::GenericOp elementwisePrologue(Value input) {
+  // One input at least: the norm takes the rows' extents from it (elementwise
+  // fusion drops the inputs of a generic that yields a constant).
   auto generic = input.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !input.hasOneUse() || generic->getNumResults() != 1 ||
-      generic.getNumDpsInits() != 1 ||
-      generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
-    return {};
-  if (generic.getNumParallelLoops() != generic.getNumLoops() ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
-    return {};
-  auto shape = cast<RankedTensorType>(input.getType()).getShape();
-  for (Value operand : generic.getDpsInputs()) {
-    auto type = dyn_cast<RankedTensorType>(operand.getType());
-    if (!type || type.getShape() != shape)
-      return {};
-  }
-  if (!isLaneWisePayload(*generic.getBody()))
+  if (!generic || !input.hasOneUse() || generic.getNumDpsInputs() == 0 ||
+      !isSameShapeElementwise(generic))
     return {};
   return generic;
 }

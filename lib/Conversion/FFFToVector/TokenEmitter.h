@@ -85,15 +85,21 @@ public:
         term;
   };
 
+  /// Writes a token's finished f32 vector of sums at (row, column), under
+  /// `mask` if given.
+  using RowWrite = llvm::function_ref<void(
+      mlir::Value sums, mlir::Value row, mlir::Value column, mlir::Value mask)>;
+
   /// y[rows[k], j] = start(j) + the sum of scale * w[row..., j] over the
   /// terms of `groups`, in order, for j in [0, n) and each token k; `start`
-  /// defaults to y[rows[k], j]. Each token's `accumulators` output vectors
-  /// stay in registers across all the terms, so that y is read and written
-  /// once, not once per term. A token's sums are built in the same order
+  /// defaults to y[rows[k], j], and `write` (which may write elsewhere) to
+  /// storing into y. Each token's `accumulators` output vectors stay in
+  /// registers across all the terms, so that y is read and written once,
+  /// not once per term. A token's sums are built in the same order
   /// whichever tokens share the call, so they have the same bits.
   void addScaledRows(mlir::Value y, mlir::ValueRange rows, mlir::Value w,
                      mlir::Value n, llvm::ArrayRef<ScaledRows> groups,
-                     RowStart start = nullptr) {
+                     RowStart start = nullptr, RowWrite write = nullptr) {
     int64_t tokens = rows.size();
     auto block = [&](mlir::Value j, int64_t vectors, mlir::Value mask) {
       llvm::SmallVector<mlir::Value> columns, totals;
@@ -131,8 +137,14 @@ public:
             });
         totals = llvm::to_vector_of<mlir::Value>(terms.getResults());
       }
-      for (auto [slot, total] : llvm::enumerate(totals))
-        store(total, y, {rows[slot / vectors], columns[slot % vectors]}, mask);
+      for (auto [slot, total] : llvm::enumerate(totals)) {
+        mlir::Value row = rows[slot / vectors],
+                    column = columns[slot % vectors];
+        if (write)
+          write(total, row, column, mask);
+        else
+          store(total, y, {row, column}, mask);
+      }
     };
     forEachStep(
         n, strategy.stepElements(),

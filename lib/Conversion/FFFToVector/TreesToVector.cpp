@@ -22,6 +22,7 @@
 
 #include "fff/Conversion/Passes.h"
 
+#include "LaneWise.h"
 #include "TokenEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
@@ -53,6 +54,111 @@ std::optional<int64_t> staticExtent(Value value, int64_t dim) {
 int64_t elementBytes(Value value) {
   return cast<ShapedType>(value.getType()).getElementTypeBitWidth() / 8;
 }
+
+/// Whether `value` is defined before `op` (so that code built where `op`
+/// is may use it).
+bool isReadyAt(Value value, Operation *op) {
+  if (auto argument = dyn_cast<BlockArgument>(value))
+    return argument.getOwner()->findAncestorOpInBlock(*op) != nullptr;
+  Operation *definition = value.getDefiningOp();
+  Operation *ancestor = definition->getBlock()->findAncestorOpInBlock(*op);
+  return ancestor && definition->isBeforeInBlock(ancestor);
+}
+
+/// The elementwise linalg.generic that alone reads `layer`'s result, shaped
+/// like it (a transformer's residual add, a cast), if whatever else it reads
+/// is ready where the layer is: the layer then applies it to each vector of
+/// a token's output as it writes it, and its result is never stored.
+linalg::GenericOp elementwiseEpilogue(Operation *layer) {
+  Value result = layer->getResult(0);
+  if (!result.hasOneUse())
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+  if (!generic || !isSameShapeElementwise(generic))
+    return {};
+  for (Value input : generic.getDpsInputs())
+    if (input != result && !isReadyAt(input, layer))
+      return {};
+  return generic;
+}
+
+/// Where a tree layer's f32 sums go: into its result, rounded to its
+/// element type, or through the elementwise epilogue that alone reads it
+/// (see elementwiseEpilogue) into the epilogue's result.
+class LayerOutput {
+public:
+  LayerOutput(TokenEmitter &emit, ImplicitLocOpBuilder &b, Operation *layer,
+              Value rows, Value out)
+      : emit(emit), b(b), layer(layer), epilogue(elementwiseEpilogue(layer)),
+        type(cast<RankedTensorType>(
+            (epilogue ? epilogue->getResult(0) : layer->getResult(0))
+                .getType())) {
+    std::tie(sums, result) = emit.allocSums(type, rows, out);
+    if (epilogue)
+      for (Value input : epilogue.getDpsInputs())
+        epilogueInputs.push_back(
+            input == layer->getResult(0) ? Value() : emit.readBuffer(input));
+  }
+
+  /// Writes a token's finished sums at (row, column) into the result.
+  void write(Value total, Value row, Value column, Value mask) {
+    if (!epilogue)
+      return emit.store(total, result, {row, column}, mask);
+    Type layerElement =
+        cast<RankedTensorType>(layer->getResult(0).getType()).getElementType();
+    Value layerValue =
+        layerElement.isF32() ? total : emit.narrow(total, layerElement);
+    SmallVector<Value> operands;
+    for (Value input : epilogueInputs)
+      operands.push_back(input ? emit.loadRaw(input, {row, column}, mask)
+                               : layerValue);
+    Value value =
+        evaluateLaneWise(b, *epilogue.getBody(), operands, emit.getLanes())
+            .front();
+    emit.store(value, result, {row, column}, mask);
+  }
+
+  /// `write` as the token emitter takes it.
+  auto writer() {
+    return [this](Value total, Value row, Value column, Value mask) {
+      write(total, row, column, mask);
+    };
+  }
+
+  /// Whether the sums are written into the result in a pass of their own
+  /// (finishRow), rather than being the result.
+  bool needsFinishing() const { return result != sums || epilogue; }
+
+  /// Writes row `row` of the sums, [0, n), into the result.
+  void finishRow(Value row, Value n) {
+    emit.forEachVector(n, [&](Value j, Value mask) {
+      write(emit.load(sums, {row, j}, mask), row, j, mask);
+    });
+  }
+
+  /// Replaces the layer, and its epilogue, with the result.
+  void replace(ConversionPatternRewriter &rewriter) {
+    Value tensor = emit.toTensor(result, type);
+    if (!epilogue)
+      return rewriter.replaceOp(layer, tensor);
+    rewriter.replaceOp(epilogue, tensor);
+    rewriter.eraseOp(layer);
+  }
+
+  /// f32 [rows, out]; the result itself when it is f32.
+  Value sums;
+  /// The result's buffer.
+  Value result;
+
+private:
+  TokenEmitter &emit;
+  ImplicitLocOpBuilder &b;
+  Operation *layer;
+  linalg::GenericOp epilogue;
+  RankedTensorType type;
+  /// The epilogue's inputs as buffers; null for the layer's result.
+  SmallVector<Value> epilogueInputs;
+};
 
 /// The options both tree patterns are built with.
 struct TreeOptions {
@@ -97,10 +203,11 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
     Value out = memref::DimOp::create(b, wOut, 2);
     Value zero = emit.f32(0.0);
 
-    // The f32 sums over the trees, narrowed into the result after the
+    // The f32 sums over the trees, finished into the result after the
     // last; a single tree writes the result directly.
-    RankedTensorType resultType = op.getOutput().getType();
-    auto [sums, result] = emit.allocSums(resultType, rows, out);
+    LayerOutput output(emit, b, op, rows, out);
+    Value sums = output.sums, result = output.result;
+    auto finish = output.writer();
     bool singleTree = staticExtent(adaptor.getWIn(), 0) == int64_t(1);
     int64_t sortLevel = strategy.sortLevel;
     Value nodes, order;
@@ -192,7 +299,8 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
             emit.index(0), emit.index(levels), /*sharedRows=*/false,
             [&](int64_t, Value level) { return pathTerm(row, level); }};
         if (singleTree) {
-          emit.addScaledRows(result, row, wOut, out, levelRows, fromBias);
+          emit.addScaledRows(result, row, wOut, out, levelRows, fromBias,
+                             finish);
           return;
         }
         scf::IfOp::create(
@@ -207,11 +315,11 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
               emit.addScaledRows(sums, row, wOut, out, levelRows);
               scf::YieldOp::create(b);
             });
-        if (result == sums)
+        if (!output.needsFinishing())
           return;
         scf::IfOp::create(b, isLast, [&](OpBuilder &nested, Location) {
           BuildInside inside(b, nested);
-          emit.copy(result, row, sums, row, out);
+          output.finishRow(row, out);
           scf::YieldOp::create(b);
         });
       };
@@ -246,7 +354,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                   result, walkRows, wOut, out,
                   {{emit.index(0), shared, /*sharedRows=*/true, term},
                    {shared, emit.index(levels), /*sharedRows=*/false, term}},
-                  fromBias);
+                  fromBias, finish);
               scf::YieldOp::create(b);
             },
             [&](OpBuilder &nested, Location) {
@@ -291,7 +399,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
             addPaths(positions, walkRows, starts);
           });
     });
-    rewriter.replaceOp(op, emit.toTensor(result, resultType));
+    output.replace(rewriter);
     return success();
   }
 };
@@ -323,8 +431,8 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
     Value out = memref::DimOp::create(b, w2, 2);
     Value zero = emit.f32(0.0);
 
-    RankedTensorType resultType = op.getOutput().getType();
-    auto [sums, result] = emit.allocSums(resultType, rows, out);
+    LayerOutput output(emit, b, op, rows, out);
+    Value sums = output.sums;
 
     // Route every token to its leaf, in token order.
     Value leaves = emit.allocIndices(rows);
@@ -464,9 +572,9 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
           hiddenWidth, strategy.stepElements(),
           [&](Value h) { hiddenBlock(h, strategy.accumulators, Value()); },
           [&](Value h, Value mask) { hiddenBlock(h, 1, mask); });
-      if (result != sums)
+      if (output.needsFinishing())
         for (Value row : tokenRows)
-          emit.copy(result, row, sums, row, out);
+          output.finishRow(row, out);
     };
 
     // Tokens walking together that reached one leaf compute its MLP
@@ -502,7 +610,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
             scf::YieldOp::create(b);
           });
     });
-    rewriter.replaceOp(op, emit.toTensor(result, resultType));
+    output.replace(rewriter);
     return success();
   }
 };

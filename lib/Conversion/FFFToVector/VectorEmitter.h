@@ -86,14 +86,15 @@ public:
     return widen(loadRaw(buffer, indices, mask));
   }
 
-  /// Stores the f32 vector `value`, narrowed to `buffer`'s element type.
-  /// While `streamingStores` is set, a whole vector is stored non-temporally
-  /// (see streamingStores).
+  /// Stores the vector `value`, an f32 one narrowed to `buffer`'s element
+  /// type. While `streamingStores` is set, a whole vector is stored
+  /// non-temporally (see streamingStores).
   void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices,
              mlir::Value mask) {
     mlir::Type elementType =
         mlir::cast<mlir::MemRefType>(buffer.getType()).getElementType();
-    if (!elementType.isF32())
+    if (mlir::cast<mlir::VectorType>(value.getType()).getElementType() !=
+        elementType)
       value = narrow(value, elementType);
     if (mask)
       mlir::vector::MaskedStoreOp::create(b, buffer, indices, mask, value);

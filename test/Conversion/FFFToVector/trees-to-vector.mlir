@@ -190,3 +190,71 @@ func.func @deep_leaf(%x: tensor<?x4xf32>, %nw: tensor<4095x4xf32>, %nb: tensor<4
          : tensor<?x4xf32>, tensor<4095x4xf32>, tensor<4095xf32>, tensor<4096x4x2xf32>, tensor<4096x2xf32>, tensor<4096x2x4xf32>, tensor<4096x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+// An elementwise op that alone reads the layer's result (a residual add,
+// then a cast to bf16) is applied to each vector of a token's output row as
+// the layer writes it: the f32 sums, then the add of the residual's vector
+// at the same place, then the rounding, stored into the bf16 result; the
+// layer's own result is never stored.
+// CHECK-LABEL: func.func @residual_epilogue
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x32xf32>, %{{.*}}, %{{.*}}, %[[R:.*]]: tensor<?x32xf32>)
+// CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x32xbf16>
+// CHECK:         %[[RB:.*]] = bufferization.to_buffer %[[R]] read_only
+// CHECK:         %[[RV:.*]] = vector.load %[[RB]][%[[ROW:.*]], %[[J:.*]]] : memref<?x32xf32>, vector<16xf32>
+// CHECK:         %[[SUM:.*]] = arith.addf %{{.*}}, %[[RV]] : vector<16xf32>
+// CHECK:         %[[NARROW:.*]] = arith.truncf %[[SUM]] : vector<16xf32> to vector<16xbf16>
+// CHECK:         vector.store %[[NARROW]], %[[OUT]][%[[ROW]], %[[J]]]
+// CHECK-NOT:     linalg.generic
+// CHECK:         %[[RESULT:.*]] = bufferization.to_tensor %[[OUT]]
+// CHECK:         return %[[RESULT]]
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @residual_epilogue(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: tensor<1x7x32xf32>,
+                             %r: tensor<?x32xf32>) -> tensor<?x32xbf16> {
+  %c0 = arith.constant 0 : index
+  %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64} : tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  %rows = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%rows) : tensor<?x32xbf16>
+  %s = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %r : tensor<?x32xf32>, tensor<?x32xf32>) outs(%e : tensor<?x32xbf16>) {
+  ^bb0(%a: f32, %b: f32, %o: bf16):
+    %sum = arith.addf %a, %b : f32
+    %n = arith.truncf %sum : f32 to bf16
+    linalg.yield %n : bf16
+  } -> tensor<?x32xbf16>
+  return %s : tensor<?x32xbf16>
+}
+
+// -----
+
+// Not applied as it writes: an elementwise op whose other input is computed
+// after the layer, and one that is not alone in reading the layer's result.
+// CHECK-LABEL: func.func @not_epilogues
+// CHECK:         scf.parallel
+// CHECK:         linalg.generic
+// CHECK:         scf.parallel
+// CHECK:         linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @not_epilogues(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: tensor<1x7x32xf32>)
+    -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%rows) : tensor<?x32xf32>
+  %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64} : tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  %later = arith.negf %x : tensor<?x32xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %later : tensor<?x32xf32>, tensor<?x32xf32>) outs(%e : tensor<?x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %sum = arith.addf %a, %b : f32
+    linalg.yield %sum : f32
+  } -> tensor<?x32xf32>
+  %y2 = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64} : tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y2 : tensor<?x32xf32>) outs(%e : tensor<?x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %twice = arith.addf %a, %a : f32
+    linalg.yield %twice : f32
+  } -> tensor<?x32xf32>
+  return %s, %t, %y2 : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
+}
