@@ -180,6 +180,24 @@ for (rows, hidden), dtype in [(shape, dtype) for shape in NORM_SHAPES for dtype 
         timers += [(name, lambda fn=fn: median_ms(fn, REPEAT), bytes_moved) for name, fn in baselines[op]]
         report(f"{op} {rows}x{hidden} {dtype}", "GB/s", timers)
 
+# Elementwise work around the norms and tree layers: a residual add. Bytes
+# moved: read two tensors, write one.
+for rows, dtype in [(rows, dtype) for rows in ((1024,) if options.quick else (1024, 4096))
+                    for dtype in ("f32", "bf16")]:
+    x = rng.standard_normal((rows, 768)).astype(np.float32)
+    r = rng.standard_normal((rows, 768)).astype(np.float32)
+    fx, fr = (bf16_bits(a) for a in (x, r)) if dtype == "bf16" else (x, r)
+    t = f"tensor<?x768x{dtype}>"
+    add = f"func.func @add(%x: {t}, %r: {t}) -> {t} {{\n  %s = arith.addf %x, %r : {t}\n  return %s : {t}\n}}"
+    timers = fff_timers(add, "add", [fx, fr], 1, REPEAT, 3 * fx.nbytes)
+    if torch is not None:
+        torch_dtype = torch.float32 if dtype == "f32" else torch.bfloat16
+        tx, tr = (torch.from_numpy(a).to(torch_dtype) for a in (x, r))
+        compiled_add = torch.compile(lambda a, b: a + b)
+        timers += [("torch eager", lambda: median_ms(lambda: tx + tr, REPEAT), 3 * fx.nbytes),
+                   ("torch.compile", lambda: median_ms(lambda: compiled_add(tx, tr), REPEAT), 3 * fx.nbytes)]
+    report(f"residual add {rows}x768 {dtype}", "GB/s", timers)
+
 # tree_ffn at UltraFastBERT-1x11's shape against the dense FF it replaces.
 D, DEPTH = 768, 11
 N = 2 ** (DEPTH + 1) - 1

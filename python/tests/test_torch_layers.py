@@ -113,26 +113,73 @@ def test_converted_from_fastfeedforward():
 
 
 class PreLNTreeBlock(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, leaf=False, dtype=torch.float32, residual_from_x=True):
         super().__init__()
-        self.ln = torch.nn.LayerNorm(32)
-        self.ffn = fff.torch.TreeFFN(32, 32, depth=3)
+        self.ln = torch.nn.LayerNorm(32, dtype=dtype)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.3, 0.3)
+        self.ffn = (fff.torch.LeafTreeFFN(32, 8, 32, depth=2) if leaf else
+                    fff.torch.TreeFFN(32, 32, depth=3)).to(dtype)
+        self.residual_from_x = residual_from_x
 
     def forward(self, x):
-        return x + self.ffn(self.ln(x))
+        residual = x if self.residual_from_x else x * 0.5
+        return residual + self.ffn(self.ln(x))
 
 
-def test_a_model_whose_ffn_is_a_tree_compiles_with_the_fff_backend():
+@pytest.mark.parametrize("leaf, dtype, residual_from_x", [
+    (False, torch.float32, True), (True, torch.float32, True), (False, torch.bfloat16, True),
+    (False, torch.float32, False)])
+def test_a_pre_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dtype, residual_from_x):
+    """The norm, the tree layer and the residual add become fff::tree_sublayer
+    (one fused unit), whose result matches eager's at two batch shapes."""
     pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
     torch.manual_seed(4)
-    model = PreLNTreeBlock().eval()
-    x = torch.randn(2, 5, 32)
+    model = PreLNTreeBlock(leaf, dtype, residual_from_x).eval()
+    x = torch.randn(2, 5, 32, dtype=dtype)
+    report = fff.torch.explain(model, x, print_report=False)
+    layer = "leaf_tree_ffn" if leaf else "tree_ffn"
+    assert report.taken == {"layer_norm": 1, layer: 1}, str(report)
+    assert report.ops_taken == report.ops - (0 if residual_from_x else 1), str(report)
+    torch._dynamo.reset()
+    graphs = []
+
+    def capture(gm, example_inputs):
+        compiled = fff.torch.backend(gm, example_inputs, fallback="eager")
+        graphs.append(gm.code)  # the code the backend left to run
+        return compiled
+
+    compiled = torch.compile(model, backend=capture, fullgraph=True)
+    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
+    with torch.no_grad():
+        for shape in ((2, 5, 32), (3, 7, 32)):
+            x = torch.randn(shape, dtype=dtype)
+            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+    assert "fff.tree_sublayer" in graphs[0]
+
+
+def test_a_norm_read_twice_is_not_a_sublayer():
+    """The norm's result is returned too: the tree op and the norm's region
+    stay apart, and the add goes to the fallback."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class Both(PreLNTreeBlock):
+        def forward(self, x):
+            n = self.ln(x)
+            return x + self.ffn(n), n
+
+    torch.manual_seed(5)
+    model = Both().eval()
+    x = torch.randn(4, 32)
     report = fff.torch.explain(model, x, print_report=False)
     assert report.taken == {"layer_norm": 1, "tree_ffn": 1}, str(report)
+    assert report.ops_taken == 2, str(report)
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="fff", fullgraph=True)
     with torch.no_grad():
-        assert relative_error(compiled(x).numpy(), model(x).numpy()) < TOLERANCE["f32"]
+        for got, expected in zip(compiled(x), model(x)):
+            assert relative_error(as_float64(got), as_float64(expected)) < TOLERANCE["f32"]
 
 
 def test_the_ops_trace_through_torch_export():
@@ -155,6 +202,16 @@ def test_asking_for_a_gradient_says_why_there_is_none():
     (lambda: fff.torch.TreeFFN(8, 4, depth=1, activation="tanh"), "unknown activation 'tanh'"),
     (lambda: fff.torch.LeafTreeFFN(8, 4, 4, depth=2)(torch.randn(3, 8).to(torch.float16)),
      "node_w is torch.float32, but x is torch.float16"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 5), None, None, 1e-5, "tree_ffn",
+                                         [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None], 1, "gelu"),
+     r"the residual is \[3, 5\] torch.float32, expected \[3, 4\] torch.float32"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), torch.randn(7), None, 1e-5,
+                                         "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None],
+                                         1, "gelu"),
+     r"norm_weight is \[7\] torch.float32, expected \[8\] torch.float32"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), None, None, 1e-5, "mlp", [], 1,
+                                         "gelu"),
+     "fff::tree_sublayer's layer is tree_ffn or leaf_tree_ffn, not 'mlp'"),
 ])
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):

@@ -8,7 +8,7 @@
     layer = fff.torch.LeafTreeFFN.from_fastfeedforward(fff_module)
 
 Importing it registers the backend "fff" and the custom ops fff::tree_ffn,
-fff::leaf_tree_ffn and fff::region. See docs/PyTorch.md.
+fff::leaf_tree_ffn, fff::tree_sublayer and fff::region. See docs/PyTorch.md.
 """
 
 import atexit

@@ -7,6 +7,7 @@ the custom op fff::region, so that the fallback sees it as one opaque call."""
 import collections
 import dataclasses
 import functools
+import inspect
 import logging
 import operator
 
@@ -28,6 +29,7 @@ _POINTWISE = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sqr
               "tanh", "erf", "sigmoid", "relu", "gelu", "silu", "abs", "square", "to", "float", "half",
               "bfloat16", "type_as", "dropout", "iadd", "imul"}
 _TREE_OPS = {"fff.tree_ffn.default": "tree_ffn", "fff.leaf_tree_ffn.default": "leaf_tree_ffn"}
+_SUBLAYER_OP = "fff.tree_sublayer.default"
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 # Why fff leaves an op, by name; anything else is "not an op fff compiles".
 _MATRIX_PRODUCTS = "matrix products stay with the fallback (fff lowers them to plain loops on the CPU)"
@@ -47,6 +49,8 @@ def op_name(node):
     if node.op == "call_module":
         return f"module {node.target}"
     if isinstance(node.target, torch._ops.OpOverload):
+        if str(node.target) == _SUBLAYER_OP:
+            return "tree_sublayer"
         return _TREE_OPS.get(str(node.target), str(node.target))
     return getattr(node.target, "__name__", str(node.target)).lstrip("_")
 
@@ -238,6 +242,81 @@ def _take_region(gm, node, report):
     return True
 
 
+def _bound(node, signature):
+    """A call node's arguments by parameter name, defaults filled in; None
+    where they do not bind to `signature`."""
+    try:
+        bound = signature.bind(*node.args, **node.kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def _schema_signature(op):
+    """A custom op's schema (its default overload's, for Dynamo's packet) as
+    a Python signature."""
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        op = op.default
+    return inspect.Signature([inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                default=a.default_value if a.has_default_value()
+                                                else inspect.Parameter.empty)
+                              for a in op._schema.arguments])
+
+
+def _tree_sublayer(tree):
+    """The call of fff::tree_sublayer that can stand for `tree` (a tree op
+    node), the layer_norm it reads and the add that alone reads it (a pre-LN
+    FFN sublayer, `residual + tree(layer_norm(x))`): its arguments, and the
+    three nodes; None where they are not such a sublayer."""
+    norm, users = tree.args[0], list(tree.users)
+    if not isinstance(norm, torch.fx.Node) or norm.target is not torch.nn.functional.layer_norm or \
+            len(norm.users) != 1 or len(users) != 1:
+        return None
+    add = users[0]
+    if op_name(add) not in ("add", "iadd") or len(add.args) != 2 or add.kwargs:
+        return None
+    residual = add.args[1] if add.args[0] is tree else add.args[0]
+    norm_args = _bound(norm, inspect.signature(torch.nn.functional.layer_norm))
+    tree_args = _bound(tree, _schema_signature(tree.target))
+    if norm_args is None or tree_args is None or not isinstance(residual, torch.fx.Node):
+        return None
+    x, result = _value(norm_args["input"]), _value(add)
+    if not all(isinstance(v, torch.Tensor) for v in (x, result, _value(residual))) or \
+            x.dtype not in _FLOATS or _value(residual).shape != result.shape or \
+            _value(residual).dtype != result.dtype or tuple(norm_args["normalized_shape"]) != (x.shape[-1],):
+        return None
+    names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
+        ["node_w", "node_b", "w1", "b1", "w2", "b2"]
+    arguments = (norm_args["input"], residual, norm_args["weight"], norm_args["bias"], float(norm_args["eps"]),
+                 op_name(tree), [tree_args[name] for name in names], tree_args["depth"], tree_args["activation"])
+    return arguments, (norm, tree, add)
+
+
+def _take_tree_sublayers(gm, report):
+    """Puts fff::tree_sublayer, one fff call, in place of each pre-LN FFN
+    sublayer whose FFN is a tree op: its norm, layer and residual add then
+    run as one fused unit, and torch runs nothing between them."""
+    taken = False
+    for tree in [n for n in gm.graph.nodes if op_name(n) in _TREE_OPS.values()]:
+        found = _tree_sublayer(tree)
+        if found is None:
+            continue
+        taken = True
+        arguments, (norm, _, add) = found
+        with gm.graph.inserting_before(add):
+            call = gm.graph.call_function(torch.ops.fff.tree_sublayer.default, arguments)
+        call.meta["example_value"] = _value(add)
+        add.replace_all_uses_with(call)
+        for node in (add, tree, norm):
+            gm.graph.erase_node(node)
+        report.taken.update(["layer_norm", op_name(tree)])
+        report.ops_taken += 3
+    if taken:
+        gm.graph.lint()
+        gm.recompile()
+
+
 def _fallback(name, gm, example_inputs):
     if name == "eager":
         return gm.forward
@@ -271,6 +350,8 @@ def backend(gm, example_inputs, fallback="inductor", report=None):
             report.leave(n, f"the graph runs on {', '.join(sorted(devices - {'cpu'}))}, and fff's backend takes "
                          f"CPU graphs: all of it goes to {fallback}")
         return _fallback(fallback, gm, example_inputs)
+    _take_tree_sublayers(gm, report)
+    nodes = _compute_nodes(gm)
     for n in nodes:
         if op_name(n) in _TREE_OPS.values():
             report.taken[op_name(n)] += 1
@@ -280,7 +361,7 @@ def backend(gm, example_inputs, fallback="inductor", report=None):
     regions = [p for p in partitions if _has_norm(p.nodes)]
     in_regions = set().union(*[p.nodes for p in regions]) if regions else set()
     for n in nodes:
-        if n in in_regions or op_name(n) in _TREE_OPS.values():
+        if n in in_regions or op_name(n) in (*_TREE_OPS.values(), "tree_sublayer"):
             continue
         if any(n in p.nodes for p in partitions):
             report.leave(n, f"pointwise work with no norm next to it: it stays with {fallback}")

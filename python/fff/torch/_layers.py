@@ -88,30 +88,45 @@ def _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
         _element(name, t, x)
 
 
-def _tree_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):
-    x, wi, wo = (_tensor_type(s, element) for s in [(None, din), (trees, nodes, din), (trees, nodes, dout)])
-    bi, bo, y = (_tensor_type(s, element) for s in [(trees, nodes), (dout,), (None, dout)])
-    params = [f"%x: {x}", f"%wi: {wi}"] + ([f"%bi: {bi}"] if bias_in else []) + [f"%wo: {wo}"] + \
+def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, x="%x"):
+    """tree_ffn on the value `x`: (its weights' parameters, the op)."""
+    xt, wit, wot = (_tensor_type(s, element) for s in [(None, din), (trees, nodes, din), (trees, nodes, dout)])
+    bi, bo = (_tensor_type(s, element) for s in [(trees, nodes), (dout,)])
+    params = [f"%wi: {wit}"] + ([f"%bi: {bi}"] if bias_in else []) + [f"%wo: {wot}"] + \
         ([f"%bo: {bo}"] if bias_out else [])
     operand_in = f"%wi bias(%bi : {bi})" if bias_in else "%wi"
     operand_out = f"%wo bias(%bo : {bo})" if bias_out else "%wo"
-    return (f"func.func @tree({', '.join(params)}) -> {y} {{\n"
-            f"  %y = fff.tree_ffn %x, {operand_in}, {operand_out} "
-            f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {x}, {wi}, {wo}\n"
-            f"  return %y : {y}\n}}\n")
+    return params, (f"fff.tree_ffn {x}, {operand_in}, {operand_out} "
+                    f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {xt}, {wit}, {wot}")
+
+
+def _leaf_op(element, din, width, dout, depth, activation, x="%x"):
+    """leaf_tree_ffn on the value `x`: (its weights' parameters, the op)."""
+    leaves = 2 ** depth
+    shapes = [(leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width), (leaves, width, dout),
+              (leaves, dout)]
+    names = ["nw", "nb", "w1", "b1", "w2", "b2"]
+    types = [_tensor_type(s, element) for s in shapes]
+    xt = _tensor_type((None, din), element)
+    return [f"%{n}: {t}" for n, t in zip(names, types)], (
+        f"fff.leaf_tree_ffn {x}, {', '.join('%' + n for n in names)} "
+        f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {xt}, {', '.join(types)}")
+
+
+def _function(name, params, body, result):
+    return f"func.func @{name}({', '.join(params)}) -> {result} {{\n{body}  return %y : {result}\n}}\n"
+
+
+def _tree_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):
+    params, op = _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out)
+    return _function("tree", [f"%x: {_tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
+                     _tensor_type((None, dout), element))
 
 
 def _leaf_text(element, din, width, dout, depth, activation):
-    leaves = 2 ** depth
-    shapes = [(None, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width),
-              (leaves, width, dout), (leaves, dout)]
-    names = ["x", "nw", "nb", "w1", "b1", "w2", "b2"]
-    types = [_tensor_type(s, element) for s in shapes]
-    y = _tensor_type((None, dout), element)
-    return (f"func.func @leaf({', '.join(f'%{n}: {t}' for n, t in zip(names, types))}) -> {y} {{\n"
-            f"  %y = fff.leaf_tree_ffn {', '.join('%' + n for n in names)} "
-            f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {', '.join(types)}\n"
-            f"  return %y : {y}\n}}\n")
+    params, op = _leaf_op(element, din, width, dout, depth, activation)
+    return _function("leaf", [f"%x: {_tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
+                     _tensor_type((None, dout), element))
 
 
 def _run(function, x, operands, dout):
@@ -171,8 +186,69 @@ def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
     return x.new_empty((*x.shape[:-1], w2.shape[-1]))
 
 
+def _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, activation):
+    """What fff::tree_sublayer requires: the tree op's own checks on the
+    normalized x, a norm's parameters of x's width, a residual shaped like
+    the layer's result."""
+    if x.device.type != "cpu" or residual.device.type != "cpu":
+        raise FFFError("fff::tree_sublayer runs on the CPU")
+    if layer == "tree_ffn":
+        _check_tree(x, *weights, depth, activation)
+        dout = weights[2].shape[2]
+    elif layer == "leaf_tree_ffn":
+        _check_leaf(x, *weights, depth, activation)
+        dout = weights[4].shape[-1]
+    else:
+        raise ValueError(f"fff::tree_sublayer's layer is tree_ffn or leaf_tree_ffn, not '{layer}'")
+    for name, t in (("norm_weight", norm_weight), ("norm_bias", norm_bias)):
+        if t is not None and (tuple(t.shape) != (x.shape[-1],) or t.dtype != x.dtype):
+            raise ValueError(f"{name} is {list(t.shape)} {t.dtype}, expected [{x.shape[-1]}] {x.dtype}")
+    if tuple(residual.shape) != (*x.shape[:-1], dout) or residual.dtype != x.dtype:
+        raise ValueError(f"the residual is {list(residual.shape)} {residual.dtype}, expected "
+                         f"{[*x.shape[:-1], dout]} {x.dtype}")
+    return dout
+
+
+@torch.library.custom_op("fff::tree_sublayer", mutates_args=())
+def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor | None,
+                  norm_bias: torch.Tensor | None, eps: float, layer: str, weights: list[torch.Tensor | None],
+                  depth: int, activation: str) -> torch.Tensor:
+    """residual + layer(layer_norm(x)): a pre-LN FFN sublayer whose FFN is a
+    tree layer (`layer`: "tree_ffn", with weights [w_in, b_in, w_out, b_out],
+    or "leaf_tree_ffn", with [node_w, node_b, w1, b1, w2, b2]), one fff call
+    on the CPU: the norm, the layer and the add in one fused unit, the add
+    applied as the layer writes each row. What the torch.compile backend
+    puts in place of the three ops."""
+    dout = _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, activation)
+    element, din = _ELEMENT[x.dtype], x.shape[-1]
+    if layer == "tree_ffn":
+        w_in, b_in, w_out, b_out = weights
+        params, op = _tree_op(element, din, w_in.shape[0], w_in.shape[1], dout, depth, activation,
+                              b_in is not None, b_out is not None, x="%n")
+    else:
+        params, op = _leaf_op(element, din, weights[2].shape[-1], dout, depth, activation, x="%n")
+    xt, rt, vt = (_tensor_type(s, element) for s in [(None, din), (None, dout), (din,)])
+    norm_params = [f"%norm_g: {vt}"] * (norm_weight is not None) + [f"%norm_b: {vt}"] * (norm_bias is not None)
+    affine = (f" scale(%norm_g : {vt})" if norm_weight is not None else "") + \
+        (f" bias(%norm_b : {vt})" if norm_bias is not None else "")
+    body = (f"  %n = fff.layer_norm %x{affine} {{epsilon = {eps:.9e} : f32}} : {xt}\n"
+            f"  %l = {op}\n"
+            f"  %y = arith.addf %r, %l : {rt}\n")
+    text = _function("sublayer", [f"%x: {xt}", f"%r: {rt}"] + norm_params + params, body, rt)
+    operands = [residual.reshape(-1, dout).contiguous()] + \
+        [t for t in (norm_weight, norm_bias, *weights) if t is not None]
+    return _run(_executable(text, "cpu", ()).sublayer, x, operands, dout)
+
+
+@tree_sublayer.register_fake
+def _(x, residual, norm_weight, norm_bias, eps, layer, weights, depth, activation):
+    _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, activation)
+    return residual.new_empty(residual.shape)
+
+
 tree_ffn.register_autograd(_no_gradient("fff::tree_ffn"))
 leaf_tree_ffn.register_autograd(_no_gradient("fff::leaf_tree_ffn"))
+tree_sublayer.register_autograd(_no_gradient("fff::tree_sublayer"))
 
 
 def _activation_name(activation):
