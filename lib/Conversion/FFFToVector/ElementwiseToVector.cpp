@@ -32,12 +32,14 @@ using namespace fff;
 namespace {
 
 /// Whether `map`, an input's indexing map, reads the iteration's dims in
-/// order, each at most once, or the constant 0 (a broadcast dim): an
-/// input's row is then contiguous along the last dim, or does not depend on
-/// it.
+/// order, each at most once, or the constant 0 (a broadcast dim), with the
+/// iteration's last dim, if read, as the input's innermost: a row of the
+/// input is then contiguous along the last dim, or does not depend on it.
 bool isOrderedBroadcast(AffineMap map) {
   int64_t last = -1;
   for (AffineExpr result : map.getResults()) {
+    if (last == int64_t(map.getNumDims()) - 1)
+      return false; // something after the last dim
     if (auto constant = dyn_cast<AffineConstantExpr>(result)) {
       if (constant.getValue() != 0)
         return false;

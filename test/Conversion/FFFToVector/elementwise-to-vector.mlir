@@ -109,13 +109,14 @@ func.func @broadcasts(%x: tensor<?x?x64xbf16>, %b: tensor<64xf32>, %s: tensor<?x
 // (an accumulation), i1 tensors (LLVM packs vectors of i1 into bits; a
 // buffer holds a byte each), an op that is not elementwise, math.fpowi
 // (whose exponent would become a vector, which LLVM's powi does not take),
-// and a rank-0 op.
+// an input whose innermost dim is a broadcast one after the row's (its row
+// is not contiguous), and a rank-0 op.
 // CHECK-LABEL: func.func @left_alone
-// CHECK-COUNT-8: linalg.generic
+// CHECK-COUNT-9: linalg.generic
 // CHECK-NOT:     vector.load
-func.func @left_alone(%x: tensor<8x16xf32>, %m: tensor<8x16xi1>, %zero_d: tensor<f32>)
+func.func @left_alone(%x: tensor<8x16xf32>, %m: tensor<8x16xi1>, %zero_d: tensor<f32>, %column: tensor<16x1xf32>)
     -> (tensor<16x8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xi1>, tensor<8x16xf32>,
-        tensor<8x16xf32>, tensor<f32>) {
+        tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>) {
   %e = tensor.empty() : tensor<8x16xf32>
   %et = tensor.empty() : tensor<16x8xf32>
   %e8 = tensor.empty() : tensor<8xf32>
@@ -176,13 +177,19 @@ func.func @left_alone(%x: tensor<8x16xf32>, %m: tensor<8x16xi1>, %zero_d: tensor
     %p = math.fpowi %a, %two : f32, i64
     linalg.yield %p : f32
   } -> tensor<8x16xf32>
+  %across = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, 0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                            iterator_types = ["parallel", "parallel"]}
+      ins(%column : tensor<16x1xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x16xf32>
   %scalar = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
       ins(%zero_d : tensor<f32>) outs(%e0 : tensor<f32>) {
   ^bb0(%a: f32, %o: f32):
     %d = arith.addf %a, %a : f32
     linalg.yield %d : f32
   } -> tensor<f32>
-  return %transposed, %sum, %indexed, %accumulated, %masks, %extracted, %squared, %scalar
+  return %transposed, %sum, %indexed, %accumulated, %masks, %extracted, %squared, %across, %scalar
       : tensor<16x8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xi1>, tensor<8x16xf32>,
-        tensor<8x16xf32>, tensor<f32>
+        tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>
 }
