@@ -114,6 +114,7 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     pm.addPass(createConvertFFFTreesToVector(trees));
     ConvertElementwiseToVectorOptions elementwise;
     elementwise.vectorBits = options.vectorBits;
+    elementwise.outline = !options.outParams;
     pm.addPass(createConvertElementwiseToVector(elementwise));
   }
   pm.addPass(createConvertFFFToLoops());

@@ -209,7 +209,8 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
   ];
 }
 
-def ConvertElementwiseToVector : Pass<"convert-elementwise-to-vector"> {
+def ConvertElementwiseToVector
+    : Pass<"convert-elementwise-to-vector", "::mlir::ModuleOp"> {
   let summary = "Lower elementwise linalg ops to vector code over row loops "
                 "(fast CPU path)";
   let description = [{
@@ -236,6 +237,16 @@ def ConvertElementwiseToVector : Pass<"convert-elementwise-to-vector"> {
     `vector-bits` (0: the widest registers this host has), and recorded on
     the row loop as `fff.strategy`.
 
+    With `outline` (the default), each kind of op (the same op, types and
+    payload, applied to any values: a model's repeated layers repeat them)
+    is lowered once, in a private function `fff_elementwise` that its ops
+    call. The function takes the op's operands, then the non-constant
+    values its payload reads from outside; it holds the constants. Lowered
+    in place instead, the elementwise ops of 24 transformer layers doubled
+    the CPU pipeline's time. Not outlining suits callers whose results
+    become out-parameters, which a function's dynamic result extents would
+    not survive.
+
     Run before bufferization, after `convert-elementwise-to-linalg`. The CPU
     pipeline runs it after the norm and tree lowerings, which compute the
     elementwise ops next to them themselves (a norm's prologue, a tree
@@ -260,11 +271,15 @@ def ConvertElementwiseToVector : Pass<"convert-elementwise-to-vector"> {
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
            "Vector register width in bits: 128, 256 or 512; 0 takes this "
            "host's widest">,
+    Option<"outline", "outline", "bool", /*default=*/"true",
+           "Lower each kind of elementwise op once, in a function its ops "
+           "call">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",

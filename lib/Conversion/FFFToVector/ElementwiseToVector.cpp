@@ -16,10 +16,15 @@
 #include "VectorEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUElementwiseStrategy.h"
 #include "fff/Conversion/RowLoops.h"
+#include "fff/Transforms/IdenticalOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace fff {
 #define GEN_PASS_DEF_CONVERTELEMENTWISETOVECTOR
@@ -236,28 +241,104 @@ private:
   SmallVector<Value> outputs;
 };
 
+/// What `op`'s payload reads from outside it, split into constants (which
+/// an outlined function holds) and other values (which it takes as
+/// parameters), each in the order the payload first reads them: the same
+/// order for identical ops (IdenticalOps.h).
+struct Captured {
+  explicit Captured(linalg::GenericOp op) {
+    op.getBody()->walk([&](Operation *inner) {
+      for (Value value : inner->getOperands()) {
+        if (op->isAncestor(value.getParentRegion()->getParentOp()))
+          continue;
+        (matchPattern(value, m_Constant()) ? constants : values).insert(value);
+      }
+    });
+  }
+  llvm::SetVector<Value> constants, values;
+};
+
 struct ConvertElementwiseToVectorPass
     : fff::impl::ConvertElementwiseToVectorBase<
           ConvertElementwiseToVectorPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(checkVectorBits(getOperation(), vectorBits)))
+    ModuleOp module = getOperation();
+    if (failed(checkVectorBits(module, vectorBits)))
       return signalPassFailure();
     CPUTarget target{vectorBits, /*integerBf16=*/false};
     CPUElementwiseStrategy strategy = selectCPUElementwiseStrategy(target);
-    SmallVector<linalg::GenericOp> ops;
-    getOperation()->walk([&](linalg::GenericOp op) {
+    SmallVector<Operation *> ops;
+    module->walk([&](linalg::GenericOp op) {
       if (isVectorizableElementwise(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : ops) {
+    auto lower = [&](linalg::GenericOp op) {
       rewriter.setInsertionPoint(op);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       ElementwiseEmitter emitter(b, strategy, op);
       rewriter.replaceOp(op, emitter.emit());
+    };
+    if (!outline) {
+      for (Operation *op : ops)
+        lower(cast<linalg::GenericOp>(op));
+      return;
     }
+    // A model repeats its layers' elementwise ops: each kind is lowered once,
+    // in a function that its ops call.
+    SymbolTable symbols(module);
+    SmallVector<unsigned> kinds = kindsOfIdenticalOps(ops);
+    SmallVector<func::FuncOp> functions(ops.size());
+    for (auto [index, op] : llvm::enumerate(ops)) {
+      auto generic = cast<linalg::GenericOp>(op);
+      Captured captured(generic);
+      func::FuncOp &function = functions[kinds[index]];
+      if (!function) {
+        linalg::GenericOp copy;
+        std::tie(function, copy) =
+            outlineKind(rewriter, symbols, generic, captured);
+        lower(copy);
+      }
+      SmallVector<Value> arguments(generic->getOperands());
+      llvm::append_range(arguments, captured.values);
+      rewriter.setInsertionPoint(generic);
+      rewriter.replaceOp(generic,
+                         func::CallOp::create(rewriter, generic.getLoc(),
+                                              function, arguments));
+    }
+  }
+
+  /// A private function at the end of the module whose body is a copy of
+  /// `op`, taking `op`'s operands, then the values its payload captures, and
+  /// holding the constants it captures; and the copy.
+  std::pair<func::FuncOp, linalg::GenericOp>
+  outlineKind(IRRewriter &rewriter, SymbolTable &symbols, linalg::GenericOp op,
+              const Captured &captured) {
+    ModuleOp module = getOperation();
+    rewriter.setInsertionPointToEnd(module.getBody());
+    SmallVector<Type> parameters(op->getOperandTypes());
+    for (Value value : captured.values)
+      parameters.push_back(value.getType());
+    auto function = func::FuncOp::create(
+        rewriter, op.getLoc(), "fff_elementwise",
+        rewriter.getFunctionType(parameters, op->getResultTypes()));
+    function.setPrivate();
+    symbols.insert(function); // renames it if the name is taken
+    Block *body = function.addEntryBlock();
+    rewriter.setInsertionPointToStart(body);
+    IRMapping mapping;
+    mapping.map(op->getOperands(),
+                body->getArguments().take_front(op->getNumOperands()));
+    mapping.map(captured.values.getArrayRef(),
+                body->getArguments().drop_front(op->getNumOperands()));
+    for (Value constant : captured.constants)
+      mapping.map(constant,
+                  rewriter.clone(*constant.getDefiningOp())->getResult(0));
+    Operation *copy = rewriter.clone(*op, mapping);
+    func::ReturnOp::create(rewriter, op.getLoc(), copy->getResults());
+    return {function, cast<linalg::GenericOp>(copy)};
   }
 };
 

@@ -1,5 +1,5 @@
-// RUN: fff-opt %s --convert-elementwise-to-vector=vector-bits=512 --split-input-file | FileCheck %s
-// RUN: fff-opt %s --convert-elementwise-to-vector=vector-bits=256 --split-input-file | FileCheck %s --check-prefix=AVX2
+// RUN: fff-opt %s --convert-elementwise-to-vector="vector-bits=512 outline=0" --split-input-file | FileCheck %s
+// RUN: fff-opt %s --convert-elementwise-to-vector="vector-bits=256 outline=0" --split-input-file | FileCheck %s --check-prefix=AVX2
 // RUN: not fff-opt %s --convert-elementwise-to-vector=vector-bits=300 --split-input-file 2>&1 | FileCheck %s --check-prefix=BITS
 
 // BITS: vector-bits must be 0 (this host's), 128, 256 or 512, not 300
