@@ -182,6 +182,27 @@ def test_a_norm_read_twice_is_not_a_sublayer():
             assert relative_error(as_float64(got), as_float64(expected)) < TOLERANCE["f32"]
 
 
+def test_a_norm_with_f32_parameters_on_bf16_rows_is_not_a_sublayer():
+    """torch's LayerNorm takes f32 parameters on bf16 rows; fff.layer_norm
+    does not, so the three ops stay apart, and the results still match."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class Mixed(PreLNTreeBlock):
+        def __init__(self):
+            super().__init__(dtype=torch.bfloat16)
+            self.ln = self.ln.float()
+
+    torch.manual_seed(6)
+    model = Mixed().eval()
+    x = torch.randn(4, 32, dtype=torch.bfloat16)
+    report = fff.torch.explain(model, x, print_report=False)
+    assert report.ops_taken == 2, str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", fullgraph=True)
+    with torch.no_grad():
+        assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["bf16"]
+
+
 def test_the_ops_trace_through_torch_export():
     exported = torch.export.export(PreLNTreeBlock().eval(), (torch.randn(3, 32),))
     assert "fff.tree_ffn" in str(exported.graph)

@@ -279,13 +279,20 @@ def _tree_sublayer(tree):
     residual = add.args[1] if add.args[0] is tree else add.args[0]
     norm_args = _bound(norm, inspect.signature(torch.nn.functional.layer_norm))
     tree_args = _bound(tree, _schema_signature(tree.target))
-    if norm_args is None or tree_args is None or not isinstance(residual, torch.fx.Node):
+    if norm_args is None or tree_args is None or \
+            not all(isinstance(n, torch.fx.Node) for n in (residual, norm_args["input"])):
         return None
     x, result = _value(norm_args["input"]), _value(add)
     if not all(isinstance(v, torch.Tensor) for v in (x, result, _value(residual))) or \
             x.dtype not in _FLOATS or _value(residual).shape != result.shape or \
             _value(residual).dtype != result.dtype or tuple(norm_args["normalized_shape"]) != (x.shape[-1],):
         return None
+    # The norm's parameters as fff.layer_norm takes them: x's dtype and width.
+    for parameter in (norm_args["weight"], norm_args["bias"]):
+        value = _value(parameter) if isinstance(parameter, torch.fx.Node) else parameter
+        if parameter is not None and not (isinstance(value, torch.Tensor) and value.dtype == x.dtype and
+                                          tuple(value.shape) == (x.shape[-1],)):
+            return None
     names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
         ["node_w", "node_b", "w1", "b1", "w2", "b2"]
     arguments = (norm_args["input"], residual, norm_args["weight"], norm_args["bias"], float(norm_args["eps"]),
