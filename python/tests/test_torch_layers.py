@@ -113,12 +113,16 @@ def test_converted_from_fastfeedforward():
 
 
 class PreLNTreeBlock(torch.nn.Module):
-    def __init__(self, leaf=False, dtype=torch.float32, residual_from_x=True):
+    def __init__(self, leaf=False, dtype=torch.float32, residual_from_x=True, norm="layer_norm", eps=1e-6):
         super().__init__()
-        self.ln = torch.nn.LayerNorm(32, dtype=dtype)
+        if norm == "layer_norm":
+            self.ln = torch.nn.LayerNorm(32, dtype=dtype)
+        else:
+            self.ln = torch.nn.RMSNorm(32, eps=eps, dtype=dtype)
         with torch.no_grad():
             self.ln.weight.uniform_(0.5, 1.5)
-            self.ln.bias.uniform_(-0.3, 0.3)
+            if getattr(self.ln, "bias", None) is not None:
+                self.ln.bias.uniform_(-0.3, 0.3)
         self.ffn = (fff.torch.LeafTreeFFN(32, 8, 32, depth=2) if leaf else
                     fff.torch.TreeFFN(32, 32, depth=3)).to(dtype)
         self.residual_from_x = residual_from_x
@@ -128,19 +132,20 @@ class PreLNTreeBlock(torch.nn.Module):
         return residual + self.ffn(self.ln(x))
 
 
-@pytest.mark.parametrize("leaf, dtype, residual_from_x", [
-    (False, torch.float32, True), (True, torch.float32, True), (False, torch.bfloat16, True),
-    (False, torch.float32, False)])
-def test_a_pre_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dtype, residual_from_x):
+@pytest.mark.parametrize("leaf, dtype, residual_from_x, norm", [
+    (False, torch.float32, True, "layer_norm"), (True, torch.float32, True, "layer_norm"),
+    (False, torch.bfloat16, True, "layer_norm"), (False, torch.float32, False, "layer_norm"),
+    (False, torch.float32, True, "rms_norm"), (True, torch.bfloat16, True, "rms_norm")])
+def test_a_pre_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dtype, residual_from_x, norm):
     """The norm, the tree layer and the residual add become fff::tree_sublayer
     (one fused unit), whose result matches eager's at two batch shapes."""
     pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
     torch.manual_seed(4)
-    model = PreLNTreeBlock(leaf, dtype, residual_from_x).eval()
+    model = PreLNTreeBlock(leaf, dtype, residual_from_x, norm).eval()
     x = torch.randn(2, 5, 32, dtype=dtype)
     report = fff.torch.explain(model, x, print_report=False)
     layer = "leaf_tree_ffn" if leaf else "tree_ffn"
-    assert report.taken == {"layer_norm": 1, layer: 1}, str(report)
+    assert report.taken == {norm: 1, layer: 1}, str(report)
     assert report.ops_taken == report.ops - (0 if residual_from_x else 1), str(report)
     torch._dynamo.reset()
     graphs = []
@@ -203,6 +208,26 @@ def test_a_norm_with_f32_parameters_on_bf16_rows_is_not_a_sublayer():
         assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["bf16"]
 
 
+def test_an_rms_norm_without_epsilon_is_not_a_sublayer():
+    """nn.RMSNorm's default epsilon is its dtype's machine epsilon, which fff
+    does not guess: the three ops stay apart, and the results still match."""
+    torch.manual_seed(7)
+    model = PreLNTreeBlock(norm="rms_norm", eps=None).eval()
+    x = torch.randn(4, 32)
+    torch._dynamo.reset()
+    codes = []
+
+    def capture(gm, example_inputs):
+        compiled = fff.torch.backend(gm, example_inputs, fallback="eager")
+        codes.append(gm.code)
+        return compiled
+
+    compiled = torch.compile(model, backend=capture, fullgraph=True)
+    with torch.no_grad():
+        assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["f32"]
+    assert "tree_sublayer" not in codes[0] and "fff.tree_ffn" in codes[0]
+
+
 def test_the_ops_trace_through_torch_export():
     exported = torch.export.export(PreLNTreeBlock().eval(), (torch.randn(3, 32),))
     assert "fff.tree_ffn" in str(exported.graph)
@@ -223,16 +248,23 @@ def test_asking_for_a_gradient_says_why_there_is_none():
     (lambda: fff.torch.TreeFFN(8, 4, depth=1, activation="tanh"), "unknown activation 'tanh'"),
     (lambda: fff.torch.LeafTreeFFN(8, 4, 4, depth=2)(torch.randn(3, 8).to(torch.float16)),
      "node_w is torch.float32, but x is torch.float16"),
-    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 5), None, None, 1e-5, "tree_ffn",
-                                         [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None], 1, "gelu"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 5), "layer_norm", None, None, 1e-5,
+                                         "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None], 1,
+                                         "gelu"),
      r"the residual is \[3, 5\] torch.float32, expected \[3, 4\] torch.float32"),
-    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), torch.randn(7), None, 1e-5,
-                                         "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None],
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "layer_norm", torch.randn(7), None,
+                                         1e-5, "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None],
                                          1, "gelu"),
      r"norm_weight is \[7\] torch.float32, expected \[8\] torch.float32"),
-    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), None, None, 1e-5, "mlp", [], 1,
-                                         "gelu"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "layer_norm", None, None, 1e-5,
+                                         "mlp", [], 1, "gelu"),
      "fff::tree_sublayer's layer is tree_ffn or leaf_tree_ffn, not 'mlp'"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "batch_norm", None, None, 1e-5,
+                                         "tree_ffn", [], 1, "gelu"),
+     "fff::tree_sublayer's norm is layer_norm or rms_norm, not 'batch_norm'"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "rms_norm", None, torch.randn(8),
+                                         1e-5, "tree_ffn", [], 1, "gelu"),
+     "rms_norm takes no bias"),
 ])
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):

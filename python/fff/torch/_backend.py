@@ -264,21 +264,34 @@ def _schema_signature(op):
                               for a in op._schema.arguments])
 
 
+# The norms a tree sublayer may start with, by the function Dynamo's graph
+# calls (nn.RMSNorm calls torch.rms_norm), and the signature their
+# arguments bind to.
+_SUBLAYER_NORMS = {torch.nn.functional.layer_norm: "layer_norm", torch.nn.functional.rms_norm: "rms_norm",
+                   torch.rms_norm: "rms_norm"}
+_NORM_SIGNATURES = {"layer_norm": inspect.signature(torch.nn.functional.layer_norm),
+                    "rms_norm": inspect.signature(torch.nn.functional.rms_norm)}
+
+
 def _tree_sublayer(tree):
     """The call of fff::tree_sublayer that can stand for `tree` (a tree op
-    node), the layer_norm it reads and the add that alone reads it (a pre-LN
-    FFN sublayer, `residual + tree(layer_norm(x))`): its arguments, and the
-    three nodes; None where they are not such a sublayer."""
+    node), the layer_norm or rms_norm it reads and the add that alone reads
+    it (a pre-LN FFN sublayer, `residual + tree(norm(x))`): its arguments,
+    and the three nodes; None where they are not such a sublayer."""
     norm, users = tree.args[0], list(tree.users)
-    if not isinstance(norm, torch.fx.Node) or norm.target is not torch.nn.functional.layer_norm or \
+    if not isinstance(norm, torch.fx.Node) or norm.target not in _SUBLAYER_NORMS or \
             len(norm.users) != 1 or len(users) != 1:
         return None
     add = users[0]
     if op_name(add) not in ("add", "iadd") or len(add.args) != 2 or add.kwargs:
         return None
     residual = add.args[1] if add.args[0] is tree else add.args[0]
-    norm_args = _bound(norm, inspect.signature(torch.nn.functional.layer_norm))
+    norm_args = _bound(norm, _NORM_SIGNATURES[_SUBLAYER_NORMS[norm.target]])
     tree_args = _bound(tree, _schema_signature(tree.target))
+    # rms_norm's default epsilon is its dtype's machine epsilon, which fff
+    # does not guess.
+    if norm_args is not None and norm_args["eps"] is None:
+        return None
     if norm_args is None or tree_args is None or \
             not all(isinstance(n, torch.fx.Node) for n in (residual, norm_args["input"])):
         return None
@@ -287,16 +300,18 @@ def _tree_sublayer(tree):
             x.dtype not in _FLOATS or _value(residual).shape != result.shape or \
             _value(residual).dtype != result.dtype or tuple(norm_args["normalized_shape"]) != (x.shape[-1],):
         return None
-    # The norm's parameters as fff.layer_norm takes them: x's dtype and width.
-    for parameter in (norm_args["weight"], norm_args["bias"]):
+    # The norm's parameters as fff's norms take them: x's dtype and width.
+    norm_bias = norm_args.get("bias")
+    for parameter in (norm_args["weight"], norm_bias):
         value = _value(parameter) if isinstance(parameter, torch.fx.Node) else parameter
         if parameter is not None and not (isinstance(value, torch.Tensor) and value.dtype == x.dtype and
                                           tuple(value.shape) == (x.shape[-1],)):
             return None
     names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
         ["node_w", "node_b", "w1", "b1", "w2", "b2"]
-    arguments = (norm_args["input"], residual, norm_args["weight"], norm_args["bias"], float(norm_args["eps"]),
-                 op_name(tree), [tree_args[name] for name in names], tree_args["depth"], tree_args["activation"])
+    arguments = (norm_args["input"], residual, _SUBLAYER_NORMS[norm.target], norm_args["weight"], norm_bias,
+                 float(norm_args["eps"]), op_name(tree), [tree_args[name] for name in names], tree_args["depth"],
+                 tree_args["activation"])
     return arguments, (norm, tree, add)
 
 
@@ -317,7 +332,7 @@ def _take_tree_sublayers(gm, report):
         add.replace_all_uses_with(call)
         for node in (add, tree, norm):
             gm.graph.erase_node(node)
-        report.taken.update(["layer_norm", op_name(tree)])
+        report.taken.update([_SUBLAYER_NORMS[norm.target], op_name(tree)])
         report.ops_taken += 3
     if taken:
         gm.graph.lint()

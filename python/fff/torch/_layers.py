@@ -186,12 +186,16 @@ def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
     return x.new_empty((*x.shape[:-1], w2.shape[-1]))
 
 
-def _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, activation):
+def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation):
     """What fff::tree_sublayer requires: the tree op's own checks on the
     normalized x, a norm's parameters of x's width, a residual shaped like
     the layer's result."""
     if x.device.type != "cpu" or residual.device.type != "cpu":
         raise FFFError("fff::tree_sublayer runs on the CPU")
+    if norm not in ("layer_norm", "rms_norm"):
+        raise ValueError(f"fff::tree_sublayer's norm is layer_norm or rms_norm, not '{norm}'")
+    if norm == "rms_norm" and norm_bias is not None:
+        raise ValueError("rms_norm takes no bias")
     if layer == "tree_ffn":
         _check_tree(x, *weights, depth, activation)
         dout = weights[2].shape[2]
@@ -210,16 +214,17 @@ def _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, 
 
 
 @torch.library.custom_op("fff::tree_sublayer", mutates_args=())
-def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor | None,
+def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weight: torch.Tensor | None,
                   norm_bias: torch.Tensor | None, eps: float, layer: str, weights: list[torch.Tensor | None],
                   depth: int, activation: str) -> torch.Tensor:
-    """residual + layer(layer_norm(x)): a pre-LN FFN sublayer whose FFN is a
-    tree layer (`layer`: "tree_ffn", with weights [w_in, b_in, w_out, b_out],
-    or "leaf_tree_ffn", with [node_w, node_b, w1, b1, w2, b2]), one fff call
-    on the CPU: the norm, the layer and the add in one fused unit, the add
+    """residual + layer(norm(x)): a pre-LN FFN sublayer whose norm is
+    "layer_norm" or "rms_norm" (no bias) and whose FFN is a tree layer
+    (`layer`: "tree_ffn", with weights [w_in, b_in, w_out, b_out], or
+    "leaf_tree_ffn", with [node_w, node_b, w1, b1, w2, b2]), one fff call on
+    the CPU: the norm, the layer and the add in one fused unit, the add
     applied as the layer writes each row. What the torch.compile backend
     puts in place of the three ops."""
-    dout = _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, activation)
+    dout = _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation)
     element, din = _ELEMENT[x.dtype], x.shape[-1]
     if layer == "tree_ffn":
         w_in, b_in, w_out, b_out = weights
@@ -231,7 +236,7 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Te
     norm_params = [f"%norm_g: {vt}"] * (norm_weight is not None) + [f"%norm_b: {vt}"] * (norm_bias is not None)
     affine = (f" scale(%norm_g : {vt})" if norm_weight is not None else "") + \
         (f" bias(%norm_b : {vt})" if norm_bias is not None else "")
-    body = (f"  %n = fff.layer_norm %x{affine} {{epsilon = {eps:.9e} : f32}} : {xt}\n"
+    body = (f"  %n = fff.{norm} %x{affine} {{epsilon = {eps:.9e} : f32}} : {xt}\n"
             f"  %l = {op}\n"
             f"  %y = arith.addf %r, %l : {rt}\n")
     text = _function("sublayer", [f"%x: {xt}", f"%r: {rt}"] + norm_params + params, body, rt)
@@ -241,8 +246,8 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Te
 
 
 @tree_sublayer.register_fake
-def _(x, residual, norm_weight, norm_bias, eps, layer, weights, depth, activation):
-    _check_sublayer(x, residual, norm_weight, norm_bias, layer, weights, depth, activation)
+def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation):
+    _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation)
     return residual.new_empty(residual.shape)
 
 
