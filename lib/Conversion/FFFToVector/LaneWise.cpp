@@ -19,6 +19,7 @@ bool fff::isLaneWisePayload(Block &body) {
     // Its exponent would become a vector, and LLVM's powi takes a scalar.
     if (isa<math::FPowIOp>(op))
       return false;
+    // A masked-off lane (a zero) would divide by zero and trap.
     if (isa<arith::DivSIOp, arith::DivUIOp, arith::CeilDivSIOp,
             arith::CeilDivUIOp, arith::FloorDivSIOp, arith::RemSIOp,
             arith::RemUIOp>(op))
