@@ -265,6 +265,9 @@ def test_asking_for_a_gradient_says_why_there_is_none():
     (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "rms_norm", None, torch.randn(8),
                                          1e-5, "tree_ffn", [], 1, "gelu"),
      "rms_norm takes no bias"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "layer_norm", None, None, 1e-5,
+                                         "leaf_tree_ffn", [torch.randn(3, 8)], 1, "relu"),
+     "leaf_tree_ffn takes 6 weights, got 1"),
 ])
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):

@@ -196,14 +196,17 @@ def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, d
         raise ValueError(f"fff::tree_sublayer's norm is layer_norm or rms_norm, not '{norm}'")
     if norm == "rms_norm" and norm_bias is not None:
         raise ValueError("rms_norm takes no bias")
+    counts = {"tree_ffn": 4, "leaf_tree_ffn": 6}
+    if layer not in counts:
+        raise ValueError(f"fff::tree_sublayer's layer is tree_ffn or leaf_tree_ffn, not '{layer}'")
+    if len(weights) != counts[layer]:
+        raise ValueError(f"{layer} takes {counts[layer]} weights, got {len(weights)}")
     if layer == "tree_ffn":
         _check_tree(x, *weights, depth, activation)
         dout = weights[2].shape[2]
-    elif layer == "leaf_tree_ffn":
+    else:
         _check_leaf(x, *weights, depth, activation)
         dout = weights[4].shape[-1]
-    else:
-        raise ValueError(f"fff::tree_sublayer's layer is tree_ffn or leaf_tree_ffn, not '{layer}'")
     for name, t in (("norm_weight", norm_weight), ("norm_bias", norm_bias)):
         if t is not None and (tuple(t.shape) != (x.shape[-1],) or t.dtype != x.dtype):
             raise ValueError(f"{name} is {list(t.shape)} {t.dtype}, expected [{x.shape[-1]}] {x.dtype}")
