@@ -2,6 +2,7 @@
 
 #include "fff/Transforms/IdenticalOps.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/DenseMap.h"
@@ -55,4 +56,30 @@ SmallVector<unsigned> fff::kindsOfIdenticalOps(ArrayRef<Operation *> ops) {
       candidates.push_back(index);
   }
   return kinds;
+}
+
+std::pair<func::FuncOp, Operation *>
+fff::outlineOp(OpBuilder &b, SymbolTable &symbols, ModuleOp module,
+               Operation *op, StringRef name, ValueRange captured,
+               ValueRange constants) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  SmallVector<Type> parameters(op->getOperandTypes());
+  llvm::append_range(parameters, captured.getTypes());
+  auto function =
+      func::FuncOp::create(b, op->getLoc(), name,
+                           b.getFunctionType(parameters, op->getResultTypes()));
+  function.setPrivate();
+  symbols.insert(function); // renames it if the name is taken
+  Block *body = function.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping mapping;
+  mapping.map(op->getOperands(),
+              body->getArguments().take_front(op->getNumOperands()));
+  mapping.map(captured, body->getArguments().drop_front(op->getNumOperands()));
+  for (Value constant : constants)
+    mapping.map(constant, b.clone(*constant.getDefiningOp())->getResult(0));
+  Operation *copy = b.clone(*op, mapping);
+  func::ReturnOp::create(b, op->getLoc(), copy->getResults());
+  return {function, copy};
 }

@@ -1,14 +1,20 @@
-//===- IdenticalOps.h - ops that do the same work on other values -*- C++ -*-===//
+//===- IdenticalOps.h - ops that do the same work on other values -*- C++
+//-*-===//
 //
 // Repeated layers repeat their ops. The lowerings emit one kernel (GPU) or
-// one function (CPU) for each kind of op, and find the kinds here.
+// one function (CPU) for each kind of op: they find the kinds here, and
+// outline an op into its kind's function here.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FFF_TRANSFORMS_IDENTICALOPS_H
 #define FFF_TRANSFORMS_IDENTICALOPS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace fff {
@@ -20,6 +26,17 @@ namespace fff {
 /// parameter).
 llvm::SmallVector<unsigned>
 kindsOfIdenticalOps(llvm::ArrayRef<mlir::Operation *> ops);
+
+/// A private function `name` (renamed if the name is taken) at the end of
+/// `module`, whose body is a copy of `op`; and the copy. The function takes
+/// `op`'s operands, then `captured`: the values `op`'s regions read from
+/// outside it, which are not constants. It holds copies of `constants`, the
+/// constants they read from outside. Identical ops (kindsOfIdenticalOps)
+/// capture corresponding values in the same order.
+std::pair<mlir::func::FuncOp, mlir::Operation *>
+outlineOp(mlir::OpBuilder &b, mlir::SymbolTable &symbols, mlir::ModuleOp module,
+          mlir::Operation *op, llvm::StringRef name,
+          mlir::ValueRange captured = {}, mlir::ValueRange constants = {});
 
 } // namespace fff
 

@@ -23,7 +23,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace fff {
@@ -149,9 +148,9 @@ private:
           scalar ? vector::BroadcastOp::create(
                        b, VectorType::get({lanes}, scalar.getType()), scalar)
                  : Value());
-    loopOver(index(0), vectorsEnd, lanes,
-             [&](Value j) { emitElements(leading, j, lanes, splats); });
-    loopOver(vectorsEnd, n, 1, [&](Value j) {
+    forLoop(index(0), vectorsEnd, lanes,
+            [&](Value j) { emitElements(leading, j, lanes, splats); });
+    forLoop(vectorsEnd, n, 1, [&](Value j) {
       emitElements(leading, j, /*width=*/0, rowInvariant);
     });
   }
@@ -182,13 +181,12 @@ private:
     }
   }
 
-  /// The element at `indices` of `buffer`, or the vector of `width` there.
+  /// The element at `indices` of `buffer`, or the vector there (`width`
+  /// is 0 or the lanes).
   Value loadAt(Value buffer, ValueRange indices, int64_t width) {
     if (!width)
       return memref::LoadOp::create(b, buffer, indices);
-    auto type = VectorType::get(
-        {width}, cast<MemRefType>(buffer.getType()).getElementType());
-    return vector::LoadOp::create(b, type, buffer, indices);
+    return loadRaw(buffer, indices, Value());
   }
 
   AffineMap inputMap(int64_t k) {
@@ -218,17 +216,6 @@ private:
         indices.push_back(leading[dim.getPosition()]);
     }
     return indices;
-  }
-
-  /// `for i in [lower, upper) step step`.
-  void loopOver(Value lower, Value upper, int64_t step,
-                function_ref<void(Value)> body) {
-    scf::ForOp::create(b, lower, upper, index(step), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value i, ValueRange) {
-                         BuildInside inside(b, nested);
-                         body(i);
-                         scf::YieldOp::create(b);
-                       });
   }
 
   const CPUElementwiseStrategy &strategy;
@@ -296,10 +283,11 @@ struct ConvertElementwiseToVectorPass
       Captured captured(generic);
       func::FuncOp &function = functions[kinds[index]];
       if (!function) {
-        linalg::GenericOp copy;
-        std::tie(function, copy) =
-            outlineKind(rewriter, symbols, generic, captured);
-        lower(copy);
+        Operation *copy;
+        std::tie(function, copy) = outlineOp(
+            rewriter, symbols, module, generic, "fff_elementwise",
+            captured.values.getArrayRef(), captured.constants.getArrayRef());
+        lower(cast<linalg::GenericOp>(copy));
       }
       SmallVector<Value> arguments(generic->getOperands());
       llvm::append_range(arguments, captured.values);
@@ -308,37 +296,6 @@ struct ConvertElementwiseToVectorPass
                          func::CallOp::create(rewriter, generic.getLoc(),
                                               function, arguments));
     }
-  }
-
-  /// A private function at the end of the module whose body is a copy of
-  /// `op`, taking `op`'s operands, then the values its payload captures, and
-  /// holding the constants it captures; and the copy.
-  std::pair<func::FuncOp, linalg::GenericOp>
-  outlineKind(IRRewriter &rewriter, SymbolTable &symbols, linalg::GenericOp op,
-              const Captured &captured) {
-    ModuleOp module = getOperation();
-    rewriter.setInsertionPointToEnd(module.getBody());
-    SmallVector<Type> parameters(op->getOperandTypes());
-    for (Value value : captured.values)
-      parameters.push_back(value.getType());
-    auto function = func::FuncOp::create(
-        rewriter, op.getLoc(), "fff_elementwise",
-        rewriter.getFunctionType(parameters, op->getResultTypes()));
-    function.setPrivate();
-    symbols.insert(function); // renames it if the name is taken
-    Block *body = function.addEntryBlock();
-    rewriter.setInsertionPointToStart(body);
-    IRMapping mapping;
-    mapping.map(op->getOperands(),
-                body->getArguments().take_front(op->getNumOperands()));
-    mapping.map(captured.values.getArrayRef(),
-                body->getArguments().drop_front(op->getNumOperands()));
-    for (Value constant : captured.constants)
-      mapping.map(constant,
-                  rewriter.clone(*constant.getDefiningOp())->getResult(0));
-    Operation *copy = rewriter.clone(*op, mapping);
-    func::ReturnOp::create(rewriter, op.getLoc(), copy->getResults());
-    return {function, cast<linalg::GenericOp>(copy)};
   }
 };
 

@@ -314,13 +314,7 @@ public:
   /// `for i in [lower, upper)` with nothing carried.
   void loop(mlir::Value lower, mlir::Value upper,
             llvm::function_ref<void(mlir::Value)> body) {
-    mlir::scf::ForOp::create(b, lower, upper, index(1), mlir::ValueRange{},
-                             [&](mlir::OpBuilder &nested, mlir::Location,
-                                 mlir::Value i, mlir::ValueRange) {
-                               BuildInside inside(b, nested);
-                               body(i);
-                               mlir::scf::YieldOp::create(b);
-                             });
+    forLoop(lower, upper, 1, body);
   }
 
   const CPUTreeStrategy &strategy;

@@ -30,6 +30,7 @@
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace fff {
@@ -55,16 +56,6 @@ int64_t elementBytes(Value value) {
   return cast<ShapedType>(value.getType()).getElementTypeBitWidth() / 8;
 }
 
-/// Whether `value` is defined before `op` (so that code built where `op`
-/// is may use it).
-bool isReadyAt(Value value, Operation *op) {
-  if (auto argument = dyn_cast<BlockArgument>(value))
-    return argument.getOwner()->findAncestorOpInBlock(*op) != nullptr;
-  Operation *definition = value.getDefiningOp();
-  Operation *ancestor = definition->getBlock()->findAncestorOpInBlock(*op);
-  return ancestor && definition->isBeforeInBlock(ancestor);
-}
-
 /// The elementwise linalg.generic that alone reads `layer`'s result, shaped
 /// like it (a transformer's residual add, a cast), if whatever else it reads
 /// is ready where the layer is: the layer then applies it to each vector of
@@ -76,8 +67,9 @@ linalg::GenericOp elementwiseEpilogue(Operation *layer) {
   auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
   if (!generic || !isSameShapeElementwise(generic))
     return {};
+  DominanceInfo dominance;
   for (Value input : generic.getDpsInputs())
-    if (input != result && !isReadyAt(input, layer))
+    if (input != result && !dominance.properlyDominates(input, layer))
       return {};
   return generic;
 }

@@ -230,3 +230,13 @@ LogicalResult fff::VectorEmitter::declareStreamingFence() {
 void fff::VectorEmitter::fenceStreamingStores() {
   LLVM::CallOp::create(b, streamingFence, ValueRange{});
 }
+
+void fff::VectorEmitter::forLoop(Value lower, Value upper, int64_t step,
+                                 function_ref<void(Value i)> body) {
+  scf::ForOp::create(b, lower, upper, index(step), ValueRange{},
+                     [&](OpBuilder &nested, Location, Value i, ValueRange) {
+                       BuildInside inside(b, nested);
+                       body(i);
+                       scf::YieldOp::create(b);
+                     });
+}

@@ -194,6 +194,11 @@ public:
               llvm::function_ref<void(mlir::Value j)> whole,
               llvm::function_ref<void(mlir::Value j, mlir::Value mask)> rest);
 
+  /// `for i in [lower, upper) step step` with nothing carried, `body(i)`
+  /// built inside.
+  void forLoop(mlir::Value lower, mlir::Value upper, int64_t step,
+               llvm::function_ref<void(mlir::Value i)> body);
+
   /// A fresh buffer of `type`'s shape with element type `elementType`,
   /// whose dynamic extents `extent(dim)` gives.
   mlir::Value alloc(mlir::ShapedType type, mlir::Type elementType,

@@ -12,7 +12,6 @@
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "fff/Transforms/IdenticalOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace fff {
@@ -56,31 +55,13 @@ struct OutlineOpsPass : fff::impl::OutlineOpsBase<OutlineOpsPass> {
     for (auto [index, op] : llvm::enumerate(ops)) {
       func::FuncOp &function = functions[kinds[index]];
       if (!function)
-        function = outline(b, symbols, module, op);
+        function = outlineOp(b, symbols, module, op, functionName(op)).first;
       b.setInsertionPoint(op);
       auto call = func::CallOp::create(b, op->getLoc(), function,
                                        op->getOperands());
       op->replaceAllUsesWith(call.getResults());
       op->erase();
     }
-  }
-
-  /// A private function at the end of `module` whose body is a copy of `op`.
-  func::FuncOp outline(OpBuilder &b, SymbolTable &symbols, ModuleOp module,
-                       Operation *op) {
-    b.setInsertionPointToEnd(module.getBody());
-    auto function = func::FuncOp::create(
-        b, op->getLoc(), functionName(op),
-        b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
-    function.setPrivate();
-    symbols.insert(function); // renames it if the name is taken
-    Block *body = function.addEntryBlock();
-    b.setInsertionPointToStart(body);
-    IRMapping mapping;
-    mapping.map(op->getOperands(), body->getArguments());
-    Operation *copy = b.clone(*op, mapping);
-    func::ReturnOp::create(b, op->getLoc(), copy->getResults());
-    return function;
   }
 };
 
