@@ -75,7 +75,7 @@ def test_transformers_layers_with_eager_fallback(make, norms):
     torch.manual_seed(0)
     model = make().eval()
     x = torch.randn(2, 8, HIDDEN)
-    report = fff.torch.explain(model, x, print_report=False)
+    report = fff.torch.explain(model, x, grad=False, fallback="eager", print_report=False)
     assert dict(report.taken) == norms, str(report)
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="fff", options={"fallback": "eager"})
@@ -108,7 +108,7 @@ def test_default_fallback_is_inductor():
 
 
 def test_the_report_names_what_fff_left_and_why():
-    report = fff.torch.explain(Bert().eval(), torch.randn(2, 8, HIDDEN), print_report=False)
+    report = fff.torch.explain(Bert().eval(), torch.randn(2, 8, HIDDEN), grad=False, fallback="eager", print_report=False)
     reasons = {name: reason for (name, reason) in report.left}
     assert "matrix products" in reasons["linear"]
     assert 0 < report.ops_taken < report.ops
@@ -154,7 +154,7 @@ class MeanOfX(torch.nn.Module):
 def test_a_region_without_a_norm_stays_with_the_fallback_and_says_why():
     model = MeanOfX()
     x = torch.randn(4, 16)
-    report = fff.torch.explain(model, x, print_report=False)
+    report = fff.torch.explain(model, x, grad=False, fallback="eager", print_report=False)
     assert not report.taken and report.ops_taken == 0
     assert any("fff found no norm in it" in reason for (_, reason) in report.left), str(report)
     torch._dynamo.reset()
@@ -170,3 +170,226 @@ def test_a_graph_off_the_cpu_goes_to_the_fallback_and_says_why():
     assert all("the graph runs on meta" in reason for (_, reason) in report.left), str(report)
     x = torch.randn(2, 8)
     assert torch.equal(compiled(x), gm(x))
+
+
+class InPlaceOnARegionValue(torch.nn.Module):
+    """Falcon's `mlp_output += attention_output`: an in-place add on a value
+    the region reads, whose results are also the graph's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+        self.ln = torch.nn.LayerNorm(16)
+
+    def forward(self, x, a):
+        h = self.fc(x)
+        h += a
+        out = x + h
+        return self.ln(out), out
+
+
+class InPlaceOnAGraphInput(torch.nn.Module):
+    """`x += 1` writes into the caller's tensor: fff's region would not."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        x += 1.0
+        return self.ln(x)
+
+
+class InPlaceOnASharedValue(torch.nn.Module):
+    """`h` is read again after the in-place add: the add must stay where it
+    writes into `h`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+        self.ln = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = self.fc(x)
+        g = h.view(-1)  # shares h's storage
+        h += x
+        return self.ln(h), g * 2
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_in_place_ops_on_region_values_give_eager_results(fallback, dtype):
+    torch.manual_seed(4)
+    model = InPlaceOnARegionValue().to(dtype).eval()
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", options={"fallback": fallback})
+    with torch.no_grad():
+        for rows in (4, 7):
+            x, a = torch.randn(rows, 16).to(dtype), torch.randn(rows, 16).to(dtype)
+            for actual, expected in zip(compiled(x, a), model(x, a)):
+                assert relative_error(actual, expected) < tolerance
+    report = fff.torch.explain(model, x, a, grad=False, print_report=False)
+    assert report.taken["layer_norm"] == 1 and any("iadd" in r.ops for r in report.regions), str(report)
+
+
+@pytest.mark.parametrize("make", [InPlaceOnAGraphInput, InPlaceOnASharedValue], ids=lambda m: m.__name__)
+def test_in_place_ops_whose_writes_are_seen_stay_with_the_fallback(make):
+    torch.manual_seed(5)
+    model = make().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff")
+    with torch.no_grad():
+        x = torch.randn(4, 16)
+        x_eager, x_fff = x.clone(), x.clone()
+        expected, actual = model(x_eager), compiled(x_fff)
+    expected, actual = (expected if isinstance(expected, tuple) else (expected,)), \
+        (actual if isinstance(actual, tuple) else (actual,))
+    for a, e in zip(actual, expected):
+        assert relative_error(a, e) < 1e-5
+    assert torch.equal(x_fff, x_eager)  # the caller's tensor, written as eager writes it
+    report = fff.torch.explain(make().eval(), torch.randn(4, 16), grad=False, print_report=False)
+    assert all("iadd" not in r.ops for r in report.regions), str(report)
+
+
+class TransposedNorm(torch.nn.Module):
+    """A hand-written RMSNorm fed a transposed input, and a norm whose
+    result is sliced (generate()'s logits_to_keep): results whose strides
+    torch's own ops would choose otherwise."""
+
+    def forward(self, x):
+        t = x.transpose(1, 2)
+        y = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return y[:, -1:, :] * 2.0, torch.nn.functional.layer_norm(t, (t.shape[-1],))
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+def test_results_are_right_whatever_strides_torch_would_give(fallback):
+    model = TransposedNorm()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", options={"fallback": fallback})
+    with torch.no_grad():
+        for shape in [(2, 16, 8), (3, 16, 5)]:
+            x = torch.randn(shape)
+            for actual, expected in zip(compiled(x), model(x)):
+                assert relative_error(actual, expected) < 1e-5
+    assert fff.torch.explain(model, x, grad=False, print_report=False).calls >= 1
+
+
+def test_unrelated_pointwise_work_stays_out_of_regions():
+    class Rotary(torch.nn.Module):
+        def forward(self, x, q):
+            return torch.nn.functional.layer_norm(x, (8,)), torch.cat([-q[..., 4:], q[..., :4]], -1) / 2.0
+
+    report = fff.torch.explain(Rotary(), torch.randn(4, 8), torch.randn(4, 8), grad=False, print_report=False)
+    assert [r.ops for r in report.regions] == [["layer_norm"]], str(report)
+
+
+def test_a_region_whose_compiled_code_disagrees_with_its_ops_is_refused(monkeypatch):
+    from fff.torch import _regions
+
+    real = _regions._compiled
+
+    class WrongCount:
+        def __init__(self, ir):
+            self.forward = lambda *args: (real(ir).forward(*args), args[0])
+
+    monkeypatch.setattr(_regions, "_compiled", WrongCount)
+    model = torch.nn.LayerNorm(8)
+    report = fff.torch.explain(model, torch.randn(4, 8), grad=False, print_report=False)
+    assert not report.regions
+    assert any("its compiled code gives 2 results, its ops 1" in reason for (_, reason) in report.left), str(report)
+
+    class Off:
+        def __init__(self, ir):
+            self.forward = lambda *args: real(ir).forward(*args) * 1.01
+
+    monkeypatch.setattr(_regions, "_compiled", Off)
+    report = fff.torch.explain(model, torch.randn(4, 8), grad=False, print_report=False)
+    assert any("is off by" in reason for (_, reason) in report.left), str(report)
+
+
+def test_threads_making_first_calls_together_get_eager_results():
+    import threading
+
+    torch.manual_seed(6)
+    model = Llama().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff")
+    inputs = [torch.randn(2, 8, HIDDEN) for _ in range(4)]
+    results, errors = {}, []
+
+    def call(i):
+        try:
+            with torch.no_grad():
+                results[i] = compiled(inputs[i])
+        except Exception as error:  # reported below, with the thread's input
+            errors.append((i, repr(error)))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    with torch.no_grad():
+        for i, x in enumerate(inputs):
+            assert relative_error(results[i], model(x)) < 1e-5
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune-no-cudagraphs"])
+def test_every_torch_compile_mode_is_taken(mode):
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16)).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", mode=mode)
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        assert relative_error(compiled(x), model(x)) < 1e-5
+
+
+def test_inductor_options_reach_the_fallback():
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16)).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", options={"fallback": "inductor",
+                                                             "inductor": {"cpp.simdlen": 0}})
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        assert relative_error(compiled(x), model(x)) < 1e-5
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"fallbak": "eager"}, "unknown option(s) 'fallbak'"),
+    ({"fallback": "tvm"}, "unknown fallback 'tvm'"),
+    ({"inductor": 3}, "option 'inductor' must be a dict"),
+])
+def test_bad_options_are_one_line_errors(options, message):
+    torch._dynamo.reset()
+    compiled = torch.compile(torch.nn.LayerNorm(8), backend="fff", options=options)
+    with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")):
+        compiled(torch.randn(2, 8))
+
+
+def test_a_bad_mode_is_a_one_line_error():
+    with pytest.raises(Exception, match="unknown mode 'fastest'"):
+        fff.torch.backend(torch.fx.symbolic_trace(torch.nn.LayerNorm(8)), [torch.randn(2, 8)], mode="fastest")
+
+
+def test_explain_compiles_as_the_users_call_would():
+    model = GPT2()  # parameters that require grad
+    model.eval()
+    x = torch.randn(2, 8, HIDDEN)
+    with_grad = fff.torch.explain(model, x, print_report=False)
+    assert with_grad.grad and with_grad.fallback == "inductor" and not with_grad.regions
+    assert any("gradients" in reason for (_, reason) in with_grad.left)
+    without = fff.torch.explain(model, x, grad=False, options={"fallback": "eager"}, print_report=False)
+    assert not without.grad and without.fallback == "eager"
+    assert without.calls == 3 and [r.kind for r in without.regions] == ["fff::region"] * 3
+    text = str(without)
+    assert "as 3 fff call(s)" in text and "fff::region: layer_norm" in text
+
+
+def test_explain_names_a_layer_norm_without_affine_parameters():
+    model = torch.nn.LayerNorm(8, elementwise_affine=False)
+    report = fff.torch.explain(model, torch.randn(4, 8), grad=False, print_report=False)
+    assert dict(report.taken) == {"layer_norm (no affine)": 1}, str(report)

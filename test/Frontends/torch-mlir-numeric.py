@@ -1,4 +1,4 @@
-# Real frontend IR: nn.LayerNorm, nn.RMSNorm, a LLaMA-style bf16 RMSNorm and
+# Real frontend IR: nn.LayerNorm (with and without affine parameters), nn.RMSNorm, a LLaMA-style bf16 RMSNorm and
 # a pre-LN feedforward block, exported by torch-mlir to linalg-on-tensors
 # (Inputs/torch_mlir/export.py), run through --fff-cpu-pipeline with fff-run
 # on a dynamic batch, as exported, after --fff-raise-norms, and after
@@ -8,7 +8,7 @@
 #
 # REQUIRES: numpy
 # RUN: %python %s %S/Inputs/torch_mlir fff-opt | FileCheck %s
-# CHECK: all 12 checks passed
+# CHECK: all 15 checks passed
 
 import math
 import os
@@ -62,6 +62,11 @@ mlir, w = load("layer_norm")
 for form, y in forms(mlir, "layer_norm", [x768]):
     check.close(f"torch-mlir nn.LayerNorm f32 [5, 768] {form}", y,
                 layer_norm(x768.astype(np.float64), w["weight"], w["bias"]), TOLERANCE["f32"])
+
+mlir, _ = load("layer_norm_no_affine")
+for form, y in forms(mlir, "layer_norm_no_affine", [x768]):
+    check.close(f"torch-mlir nn.LayerNorm(elementwise_affine=False) f32 [5, 768] {form}", y,
+                layer_norm(x768.astype(np.float64), 1.0, 0.0), TOLERANCE["f32"])
 
 mlir, w = load("rms_norm")
 x = x768.astype(np.float64)

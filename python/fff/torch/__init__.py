@@ -16,15 +16,18 @@ import gc
 
 from torch._dynamo import register_backend as _register_backend
 
-from . import _backend, _layers
-from ._backend import Report, backend, explain
+from . import _layers, _regions
+from ._backend import backend, check_options, explain
 from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
+from ._report import Region, Report
 
 
 @_register_backend(name="fff")
-def _fff_backend(gm, example_inputs, options=None):
-    """torch.compile(model, backend="fff", options={"fallback": "eager"})."""
-    return backend(gm, example_inputs, **(options or {}))
+def _fff_backend(gm, example_inputs, mode=None, options=None, **_):
+    """torch.compile(model, backend="fff", mode=..., options={"fallback":
+    "eager"|"inductor", "inductor": {Inductor's config}}). torch.compile's
+    other keywords (its `name`) say nothing to the backend."""
+    return backend(gm, example_inputs, mode=mode, **check_options(options))
 
 
 @atexit.register
@@ -32,9 +35,9 @@ def _release_executables():
     # Compiled executables live in module-level caches; released before the
     # interpreter tears the extension down, not after (nanobind reports
     # objects still alive then as leaks).
-    _backend.release_executables()
+    _regions.release_executables()
     _layers.release_executables()
     gc.collect()
 
 
-__all__ = ["LeafTreeFFN", "Report", "TreeFFN", "backend", "explain", "leaf_tree_ffn", "tree_ffn"]
+__all__ = ["LeafTreeFFN", "Region", "Report", "TreeFFN", "backend", "explain", "leaf_tree_ffn", "tree_ffn"]

@@ -243,18 +243,20 @@ private:
     return std::nullopt;
   }
 
-  /// RMSNorm if `normalized` is a tensor read, else LayerNorm (the centred
-  /// input's RMS is the input's standard deviation, so both may fit).
+  /// LayerNorm if `normalized` is x - mean(x), else RMSNorm. The centred
+  /// input's RMS is the input's standard deviation, so an RMSNorm of
+  /// x - mean(x) fits too: it is the LayerNorm of x, which the ops after
+  /// raising (the GPU kernels, the report) must see as one.
   std::optional<NormMatch> matchNormalized(Term *normalized, Term *gamma,
                                            Term *beta, Term *variance,
                                            double epsilon) {
+    if (Term *x = layerNormInput(normalized, variance, row))
+      if (auto found =
+              withOperands(/*layerNorm=*/true, x, gamma, beta, epsilon))
+        return found;
     if (!beta)
       if (Term *x = rmsNormInput(normalized, variance, row))
-        if (auto found = withOperands(/*layerNorm=*/false, x, gamma, beta,
-                                      epsilon))
-          return found;
-    if (Term *x = layerNormInput(normalized, variance, row))
-      return withOperands(/*layerNorm=*/true, x, gamma, beta, epsilon);
+        return withOperands(/*layerNorm=*/false, x, gamma, beta, epsilon);
     return std::nullopt;
   }
 

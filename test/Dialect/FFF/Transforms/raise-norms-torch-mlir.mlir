@@ -2,6 +2,8 @@
 // fff ops, and the decomposed chains disappear.
 // RUN: fff-opt %fff_src_root/test/Frontends/Inputs/torch_mlir/layer_norm.mlir --fff-raise-norms | FileCheck %s --check-prefix=LN
 // RUN: fff-opt %fff_src_root/test/Frontends/Inputs/torch_mlir/rms_norm.mlir --fff-raise-norms | FileCheck %s --check-prefix=RMS
+// RUN: fff-opt %fff_src_root/test/Frontends/Inputs/torch_mlir/layer_norm_no_affine.mlir --fff-raise-norms | FileCheck %s --check-prefix=LN-BARE
+// RUN: fff-opt %fff_src_root/test/Frontends/Inputs/torch_mlir/layer_norm_no_affine.mlir --fff-gpu-pipeline | FileCheck %s --check-prefix=LN-BARE-GPU
 // RUN: fff-opt %fff_src_root/test/Frontends/Inputs/torch_mlir/llama_rms_norm_bf16.mlir --fff-raise-norms | FileCheck %s --check-prefix=LLAMA
 // RUN: fff-opt %fff_src_root/test/Frontends/Inputs/torch_mlir/pre_ln_block.mlir --fff-raise-norms | FileCheck %s --check-prefix=BLOCK
 
@@ -12,6 +14,17 @@
 // LN:         %[[Y:.*]] = fff.layer_norm %arg0 scale(%{{.*}} : tensor<768xf32>) bias(%{{.*}} : tensor<768xf32>) : tensor<?x768xf32>
 // LN-NOT:     linalg.generic
 // LN:         return %[[Y]]
+
+// nn.LayerNorm(elementwise_affine=False): the variance in f64 from the input,
+// the mean subtracted in f32. It also fits an RMSNorm of x - mean(x), which
+// is the same norm; raising names it as the LayerNorm of x, which the GPU
+// pipeline takes whole.
+// LN-BARE-LABEL: func.func @layer_norm_no_affine
+// LN-BARE-NOT:     linalg.generic
+// LN-BARE:         %[[Y:.*]] = fff.layer_norm %arg0 : tensor<?x768xf32>
+// LN-BARE-NOT:     fff.rms_norm
+// LN-BARE:         return %[[Y]]
+// LN-BARE-GPU:     gpu.binary
 
 // RMS-LABEL: func.func @rms_norm
 // RMS-NOT:     linalg.generic

@@ -57,6 +57,9 @@ def models():
     """(name, module, example input); the same seed gives the same weights."""
     torch.manual_seed(0)
     layer_norm = nn.LayerNorm(HIDDEN)
+    # Without affine parameters, torch-mlir computes the variance in f64 from
+    # the input while the mean is subtracted in f32.
+    layer_norm_no_affine = nn.LayerNorm(HIDDEN, elementwise_affine=False)
     rms_norm = nn.RMSNorm(HIDDEN, eps=1e-6)
     llama = LlamaRMSNorm(HIDDEN).to(torch.bfloat16)
     block = PreLNBlock(64, 256)
@@ -67,6 +70,7 @@ def models():
     return [
         ("layer_norm", layer_norm, torch.randn(4, HIDDEN)),
         ("rms_norm", rms_norm, torch.randn(4, HIDDEN)),
+        ("layer_norm_no_affine", layer_norm_no_affine, torch.randn(4, HIDDEN)),
         ("llama_rms_norm_bf16", llama, torch.randn(4, HIDDEN).to(torch.bfloat16)),
         ("pre_ln_block", block, torch.randn(4, 64)),
     ]

@@ -1,0 +1,217 @@
+"""Regions: a connected set of a norm and the pointwise work around it, cut
+from Dynamo's graph, compiled by fff, and run as the custom op fff::region.
+
+A region goes to fff's CPU pipeline as follows:
+1. its ops are traced to ATen (make_fx, torch-mlir's decompositions,
+   functionalized) on Dynamo's own fake values, so that a dynamic extent
+   keeps its symbol. torch.export is not used: it sets a process-wide flag
+   that changes how other threads' compiled code runs;
+2. torch-mlir's FX importer takes that graph to linalg-on-tensors;
+3. fff's raising must find a norm there, and fff compiles it;
+4. before the region is used, its compiled function is run once on random
+   data shaped like Dynamo's examples, and its results are held to what the
+   region's own ops give: count, shape, dtype, layout (contiguous: what the
+   fake implementation declares) and values. Any difference refuses the
+   region, with the reason, so it never runs to give a wrong answer."""
+
+import collections
+import dataclasses
+import functools
+import operator
+import threading
+
+import torch
+
+from .._compiler import compile as _compile, lower as _lower
+from .._fff import FFFError
+
+# The backend's tables and torch-mlir's importer are shared by every thread
+# that compiles; Dynamo holds a lock of its own while it calls a backend,
+# but fff.torch.backend may be called directly.
+LOCK = threading.RLock()
+
+# Relative error (over each result) allowed between a compiled region and
+# the region's own ops on random data: f32 arithmetic, or one rounding to a
+# half-width type where torch rounds after every op.
+_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}
+_NORM_OPS = ("layer_norm", "rms_norm", "tree_ffn", "leaf_tree_ffn")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Compiled:
+    function: object  # the executable's `forward`
+    module: torch.fx.GraphModule  # the region's own ops: its fake
+
+
+# fff::region's index into this list names the region it runs.
+_REGIONS = []
+
+
+def results_of(value):
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+@torch.library.custom_op("fff::region", mutates_args=())
+def region(inputs: list[torch.Tensor], index: int) -> list[torch.Tensor]:
+    """Runs region `index`, compiled by fff, on its inputs."""
+    return results_of(_REGIONS[index].function(*[t.contiguous() for t in inputs]))
+
+
+@region.register_fake
+def _(inputs, index):
+    # fff's code returns new contiguous tensors, whatever layout torch's own
+    # ops would have given: the fake says so, and torch plans around it.
+    return [torch.empty(r.shape, dtype=r.dtype, device=r.device) for r in results_of(_REGIONS[index].module(*inputs))]
+
+
+def release_executables():
+    _compiled.cache_clear()
+    _REGIONS.clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(ir):
+    """One executable per distinct region: 24 identical layers compile once."""
+    return _compile(ir, target="cpu")
+
+
+class Refused(Exception):
+    """fff does not take a region; the message says why, in one line."""
+
+
+def _out_of_place(module):
+    """A copy of `module` whose in-place adds and multiplies (`h += a`) are
+    out of place. The partitioner lets one into a region only where nothing
+    else reads the value it writes (_RegionOps.takes_in_place), so the two
+    forms give the same results."""
+    module = torch.fx.GraphModule(module, module.graph.__deepcopy__())
+    for node in module.graph.nodes:
+        if node.op == "call_function" and node.target in (operator.iadd, operator.imul):
+            node.target = operator.add if node.target is operator.iadd else operator.mul
+    module.recompile()
+    return module
+
+
+def _aten_graph(module, values):
+    """The region as a graph of functional ATen ops, with the decompositions
+    torch-mlir's importer expects, traced on Dynamo's fake values."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    if not all(isinstance(v, FakeTensor) for v in values):
+        raise Refused("its inputs are not Dynamo's fake tensors")
+    # Dynamo's graph keeps the fake tensors it traced with, whose mode it has
+    # since left; a mode of fff's own over Dynamo's shapes (its ShapeEnv)
+    # keeps every symbol.
+    fake_mode = FakeTensorMode(shape_env=values[0].fake_mode.shape_env)
+
+    def run(*args):
+        return tuple(results_of(module(*args)))
+
+    with unset_fake_temporarily(), fake_mode:
+        fakes = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device) for v in values]
+        graph = make_fx(torch.func.functionalize(run, remove="mutations_and_views"),
+                        decomposition_table=get_decomposition_table())(*fakes)
+    for node in graph.graph.nodes:
+        if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable:
+            raise Refused(f"it writes into a value in place ({node.target})")
+    return graph
+
+
+def _linalg(graph):
+    from torch_mlir import fx
+
+    return str(fx.stateless_fx_import(graph, output_type="linalg-on-tensors", model_name="forward"))
+
+
+def _raised_ops(ir):
+    """fff's ops that raising finds in `ir`, by name; a layer_norm without
+    gamma and beta is `layer_norm (no affine)`."""
+    text = _lower(ir, "builtin.module(fff-raise-norms)")
+    found = collections.Counter()
+    for line in text.splitlines():
+        for name in _NORM_OPS:
+            if f"fff.{name} " in line:
+                affine = name != "layer_norm" or " scale(" in line or " bias(" in line
+                found[name if affine else f"{name} (no affine)"] += 1
+    return found
+
+
+def _concrete(values, seed=0):
+    """Real random tensors shaped like `values` (a symbol takes its hint)."""
+    generator = torch.Generator().manual_seed(seed)
+    tensors = []
+    for value in values:
+        shape = []
+        for extent in value.shape:
+            if isinstance(extent, torch.SymInt):
+                if not extent.node.has_hint():
+                    raise Refused(f"its input extent {extent} has no example size")
+                extent = extent.node.hint
+            shape.append(int(extent))
+        if value.dtype.is_floating_point:
+            tensors.append(torch.randn(shape, generator=generator).to(value.dtype))
+        elif value.dtype == torch.bool:
+            tensors.append(torch.randint(0, 2, shape, generator=generator).bool())
+        else:
+            tensors.append(torch.randint(-3, 4, shape, generator=generator).to(value.dtype))
+    return tensors
+
+
+def _mismatch(name, actual, expected):
+    """Why the compiled region's result `actual` is not its ops' `expected`,
+    or None."""
+    if not isinstance(actual, torch.Tensor):
+        return f"{name} is a {type(actual).__name__}, not a tensor"
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return f"{name} is {actual.dtype}{list(actual.shape)}, its ops give {expected.dtype}{list(expected.shape)}"
+    if not actual.is_contiguous():
+        return f"{name} has strides {actual.stride()}, where the region declares contiguous results"
+    if not expected.is_floating_point():
+        return None if torch.equal(actual, expected) else f"{name} differs from what its ops give"
+    a, e = actual.double(), expected.double()
+    if not torch.equal(torch.isnan(a), torch.isnan(e)) or not torch.equal(a[torch.isinf(e)], e[torch.isinf(e)]):
+        return f"{name} has NaNs or infinities where its ops do not"
+    finite = torch.isfinite(e)
+    error = ((a[finite] - e[finite]).norm() / e[finite].norm().clamp_min(1e-30)).item()
+    if not error <= _TOLERANCE.get(expected.dtype, 1e-4):
+        return f"{name} is off by {error:.2g} (relative) from what its ops give"
+    return None
+
+
+def check_results(function, module, values):
+    """Runs the compiled region and its own ops on the same random data;
+    raises Refused with the first difference."""
+    tensors = _concrete(values)
+    expected = results_of(module(*tensors))
+    actual = results_of(function(*[t.contiguous() for t in tensors]))
+    if len(actual) != len(expected):
+        raise Refused(f"its compiled code gives {len(actual)} results, its ops {len(expected)}")
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        reason = _mismatch(f"result {i}", a, e)
+        if reason:
+            raise Refused(reason)
+
+
+def compile_region(module, values):
+    """Compiles the region `module` (Dynamo's ops) for inputs like `values`
+    (Dynamo's fake tensors): (the index fff::region takes, fff's ops found
+    in it). Raises Refused, with the reason, where fff does not take it."""
+    module = _out_of_place(module)
+    try:
+        graph = _aten_graph(module, values)
+        ir = _linalg(graph)
+        raised = _raised_ops(ir)
+        if not raised:
+            raise Refused("fff found no norm in it")
+        function = _compiled(ir).forward
+    except Refused:
+        raise
+    except Exception as error:  # tracing, torch-mlir or fff refused it
+        text = str(error).strip()
+        raise Refused(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}") from error
+    check_results(function, module, values)
+    with LOCK:
+        _REGIONS.append(_Compiled(function, module))
+        return len(_REGIONS) - 1, raised

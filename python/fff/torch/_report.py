@@ -1,0 +1,74 @@
+"""What the backend took from the graphs it was given, what it left and why."""
+
+import collections
+import dataclasses
+import logging
+
+from ._nodes import op_name
+
+log = logging.getLogger("fff.torch")
+
+
+@dataclasses.dataclass
+class Region:
+    """One fff call the backend put in a graph: `kind` is the custom op
+    (`fff::region`, `fff::tree_sublayer`, `fff::tree_ffn`, ...), `taken` the
+    fff ops it computes, `ops` the torch ops it stands for."""
+
+    kind: str
+    taken: collections.Counter
+    ops: list
+
+    def __str__(self):
+        computes = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in sorted(self.taken.items()))
+        return f"{self.kind}: {computes} ({len(self.ops)} torch ops: {', '.join(self.ops)})"
+
+
+@dataclasses.dataclass
+class Report:
+    """What fff took from the graphs it was given, and what it left and why.
+    `taken` counts fff's ops by name (`layer_norm`, `layer_norm` without
+    affine parameters as `layer_norm (no affine)`, `rms_norm`, `tree_ffn`,
+    ...); `left` counts (op, reason) pairs; `ops` and `ops_taken` count the
+    graphs' torch ops in all and in fff's hands; `regions` lists each fff
+    call the backend put in a graph, and `calls` counts them: the fff calls
+    one run of every graph makes (a forward, when each graph runs once)."""
+
+    graphs: int = 0
+    ops: int = 0
+    ops_taken: int = 0
+    taken: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    left: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    regions: list = dataclasses.field(default_factory=list)
+    fallback: str = ""
+    grad: bool = False
+
+    @property
+    def calls(self):
+        return len(self.regions)
+
+    def leave(self, node_or_name, reason):
+        name = node_or_name if isinstance(node_or_name, str) else op_name(node_or_name)
+        self.left[(name, reason)] += 1
+        log.info("fff left %s: %s", name, reason)
+
+    def take(self, kind, taken, nodes):
+        """Records an fff call of `kind` standing for `nodes` (Dynamo's)."""
+        region = Region(kind, collections.Counter(taken), [op_name(n) for n in nodes])
+        self.regions.append(region)
+        self.taken.update(region.taken)
+        self.ops_taken += len(nodes)
+        log.info("fff took %s", region)
+
+    def __str__(self):
+        share = f"{self.ops_taken} of {self.ops} ops" if self.ops else "nothing"
+        mode = f" (fallback {self.fallback}, grad {'on' if self.grad else 'off'})" if self.fallback else ""
+        lines = [f"fff took {share} in {self.graphs} graph(s){mode}, as {self.calls} fff call(s):"]
+        lines += [f"  {name} x{count}" for name, count in sorted(self.taken.items())] or ["  nothing"]
+        if self.regions:
+            lines.append("in these calls:")
+            lines += [f"  {region}" for region in self.regions]
+        lines.append("and left:")
+        lines += [f"  {name} x{count}: {reason}" for (name, reason), count in sorted(self.left.items())] \
+            or ["  nothing"]
+        return "\n".join(lines)
