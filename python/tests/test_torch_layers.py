@@ -208,12 +208,15 @@ def test_a_norm_with_f32_parameters_on_bf16_rows_is_not_a_sublayer():
         assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["bf16"]
 
 
-def test_an_rms_norm_without_epsilon_is_not_a_sublayer():
-    """nn.RMSNorm's default epsilon is its dtype's machine epsilon, which fff
-    does not guess: the three ops stay apart, and the results still match."""
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_an_rms_norm_without_epsilon_takes_its_dtypes_machine_epsilon(dtype):
+    """nn.RMSNorm(eps=None) divides by sqrt(mean(x^2) + eps), eps the machine
+    epsilon of the type torch computes in (f32 for bf16, not bf16's 2^-7):
+    on rows of magnitude 1e-3 a wrong epsilon (1e-5, say) would be off by
+    far more than the tolerance."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
     torch.manual_seed(7)
-    model = PreLNTreeBlock(norm="rms_norm", eps=None).eval()
-    x = torch.randn(4, 32)
+    model = PreLNTreeBlock(norm="rms_norm", eps=None, dtype=dtype).eval()
     torch._dynamo.reset()
     codes = []
 
@@ -223,9 +226,67 @@ def test_an_rms_norm_without_epsilon_is_not_a_sublayer():
         return compiled
 
     compiled = torch.compile(model, backend=capture, fullgraph=True)
+    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
     with torch.no_grad():
-        assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["f32"]
-    assert "tree_sublayer" not in codes[0] and "fff.tree_ffn" in codes[0]
+        for rows in (4, 9):
+            x = (torch.randn(rows, 32) * 1e-3).to(dtype)
+            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+    assert "fff.tree_sublayer" in codes[0]
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_an_eval_dropout_between_the_tree_and_the_add_is_part_of_the_sublayer(in_place):
+    """ViT's `residual + dropout(ffn(norm(x)))`, and `h += ...` on a new
+    residual, in eval mode: one fff::tree_sublayer."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class WithDropout(PreLNTreeBlock):
+        def __init__(self):
+            super().__init__()
+            self.dropout = torch.nn.Dropout(0.1)
+
+        def forward(self, x):
+            h = x * 0.5
+            if in_place:
+                h += self.dropout(self.ffn(self.ln(x)))
+                return h
+            return h + self.dropout(self.ffn(self.ln(x)))
+
+    torch.manual_seed(8)
+    model = WithDropout().eval()
+    x = torch.randn(6, 32)
+    report = fff.torch.explain(model, x, grad=False, fallback="eager", print_report=False)
+    assert [r.kind for r in report.regions] == ["fff::tree_sublayer"], str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", fullgraph=True)
+    with torch.no_grad():
+        for rows in (6, 11):
+            x = torch.randn(rows, 32)
+            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["f32"]
+
+
+def test_an_in_place_add_into_the_callers_residual_is_not_a_sublayer():
+    """`x += ffn(norm(x))` writes into the caller's tensor, which one
+    fff call would not: the add stays with the fallback, and x is written."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class IntoInput(PreLNTreeBlock):
+        def forward(self, x):
+            x += self.ffn(self.ln(x))
+            return x
+
+    torch.manual_seed(9)
+    model = IntoInput().eval()
+    report = fff.torch.explain(model, torch.randn(4, 32), grad=False, fallback="eager", print_report=False)
+    assert "fff::tree_sublayer" not in [r.kind for r in report.regions], str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff")
+    x = torch.randn(4, 32)
+    eager_x, fff_x = x.clone(), x.clone()
+    with torch.no_grad():
+        model(eager_x)
+        compiled(fff_x)
+    assert relative_error(as_float64(fff_x), as_float64(eager_x)) < TOLERANCE["f32"]
 
 
 def test_the_ops_trace_through_torch_export():

@@ -11,7 +11,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ._nodes import FLOATS, TREE_OPS, example_value, is_fff_call, op_name
+from ._nodes import FLOATS, TREE_OPS, example_value, is_fff_call, op_name, writes_unseen
 from ._regions import LOCK, Refused, compile_region
 from ._report import Report
 from ._sublayers import take_tree_sublayers
@@ -28,10 +28,6 @@ _ARITHMETIC = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sq
 _MAY_ALIAS = {"to", "float", "half", "bfloat16", "type_as", "dropout"}
 _IN_PLACE = {"iadd", "imul"}
 _POINTWISE = _ARITHMETIC | _MAY_ALIAS | _IN_PLACE
-# Ops whose result is always a new tensor: an in-place op on one changes
-# nothing anyone else holds.
-_NEW_RESULTS = _ARITHMETIC | _NORMS | _REDUCTIONS | {"linear", "matmul", "bmm", "baddbmm", "addmm", "softmax",
-                                                      "scaled_dot_product_attention", "conv1d", "conv2d", "embedding"}
 # Why fff leaves an op, by name; anything else is "not an op fff compiles".
 _MATRIX_PRODUCTS = "matrix products stay with the fallback (fff lowers them to plain loops on the CPU)"
 _LEFT_BECAUSE = {
@@ -80,7 +76,7 @@ class _RegionOps(OperatorSupportBase):
             return False
         if name == "dropout" and (node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)):
             return False
-        if name in _IN_PLACE and not self.takes_in_place(node):
+        if name in _IN_PLACE and not writes_unseen(node):
             return False
         if name in _MAY_ALIAS and (node in self.written or node.args[0] in self.written):
             # Where torch's result is its input, a write into one is seen in
@@ -89,14 +85,6 @@ class _RegionOps(OperatorSupportBase):
         value = example_value(node)
         values = value if isinstance(value, tuple) else (value,)
         return all(_is_float_tensor(v) for v in values)
-
-    @staticmethod
-    def takes_in_place(node):
-        """`h += a` runs out of place in a region when `h` is a new tensor
-        that nothing else reads: no graph input, no view, no other user."""
-        target = node.args[0]
-        return isinstance(target, torch.fx.Node) and target.op in ("call_function", "call_method") and \
-            op_name(target) in _NEW_RESULTS and len(target.users) == 1
 
 
 def _has_norm(nodes):

@@ -34,3 +34,20 @@ def is_fff_call(node):
 def example_value(node):
     """The value Dynamo traced `node` with (a fake tensor, a SymInt...)."""
     return node.meta.get("example_value", node.meta.get("val"))
+
+
+# Ops whose result is always a new tensor (never a view or an input): an
+# in-place op on one changes nothing anyone else holds.
+_NEW_RESULTS = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sqrt", "reciprocal", "exp", "tanh",
+                "erf", "sigmoid", "relu", "gelu", "silu", "abs", "square", "layer_norm", "rms_norm", "mean", "var",
+                "sum", "linear", "matmul", "bmm", "baddbmm", "addmm", "softmax", "scaled_dot_product_attention",
+                "conv1d", "conv2d", "embedding", *TREE_OPS.values()}
+
+
+def writes_unseen(node):
+    """Whether the in-place op `node` (`h += a`) may run out of place: `h`
+    is a new tensor that nothing else reads (no graph input, no view, no
+    other user), so no one sees whether it was written."""
+    target = node.args[0] if node.args else None
+    return isinstance(target, torch.fx.Node) and target.op in ("call_function", "call_method") and \
+        op_name(target) in _NEW_RESULTS and len(target.users) == 1

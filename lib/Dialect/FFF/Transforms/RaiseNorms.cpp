@@ -240,7 +240,37 @@ private:
         if (auto found = matchNormalized(rest[i], rest[1 - i], beta, variance,
                                          epsilon))
           return found;
+    if (!beta)
+      return matchProductInput(rest, variance, epsilon);
     return std::nullopt;
+  }
+
+  /// RMSNorm of an input that is itself a product computed where the norm
+  /// reads it (Gemma's `embeddings * sqrt(hidden)`): the product's factors
+  /// are among `rest`, flattened beside gamma's.
+  std::optional<NormMatch> matchProductInput(ArrayRef<Term *> rest,
+                                             Term *variance, double epsilon) {
+    Term *squares = matchMean(variance, row);
+    if (!squares || !squares->is(Kind::Mul) ||
+        !equal(squares->operand(0), squares->operand(1)))
+      return std::nullopt;
+    Term *x = squares->operand(0);
+    Factors inputFactors;
+    if (!inputFactors.add(x, /*divides=*/false) ||
+        !inputFactors.denominators.empty())
+      return std::nullopt;
+    SmallVector<Term *, 4> others(rest);
+    for (Term *factor : inputFactors.numerators) {
+      auto *it = llvm::find_if(others, [&](Term *t) { return equal(t, factor); });
+      if (it == others.end())
+        return std::nullopt;
+      others.erase(it);
+    }
+    if (others.size() > 1)
+      return std::nullopt;
+    return withOperands(/*layerNorm=*/false, x,
+                        others.empty() ? nullptr : others.front(), nullptr,
+                        epsilon);
   }
 
   /// LayerNorm if `normalized` is x - mean(x), else RMSNorm. The centred

@@ -501,3 +501,111 @@ func.func @mean_of_another_tensor(%x: tensor<?x16xf32>, %r: tensor<?x16xf32>) ->
   } -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
+
+// -----
+
+// Gemma's first RMSNorm: its input is `x * c` (the embeddings times
+// sqrt(hidden), a 0-d tensor), computed in the same region and read by the
+// norm through that product; gamma is `1 + w`. The product stays for fusion.
+// CHECK-LABEL: func @rms_norm_of_scaled_input
+// CHECK:         %[[SCALED:.*]] = linalg.generic
+// CHECK:         %[[GAMMA:.*]] = linalg.generic
+// CHECK:         %[[Y:.*]] = fff.rms_norm %[[SCALED]] scale(%[[GAMMA]] : tensor<16xf32>) {epsilon = 9.99999997E-7 : f32} : tensor<4x16xf32>
+// CHECK:         return %[[SCALED]], %[[Y]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#scalar = affine_map<(d0, d1) -> ()>
+#col = affine_map<(d0, d1) -> (d1)>
+#keep = affine_map<(d0, d1) -> (d0, 0)>
+#vec = affine_map<(d0) -> (d0)>
+func.func @rms_norm_of_scaled_input(%x: tensor<4x16xf32>, %c: tensor<f32>, %w: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %two = arith.constant 2 : i64
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %n = arith.constant 16.0 : f32
+  %eps = arith.constant 1.0e-6 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c : tensor<4x16xf32>, tensor<f32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%v: f32, %s: f32, %o: f32):
+    %m = arith.mulf %v, %s : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16xf32>
+  %ew = tensor.empty() : tensor<16xf32>
+  %gamma = linalg.generic {indexing_maps = [#vec, #vec], iterator_types = ["parallel"]}
+      ins(%w : tensor<16xf32>) outs(%ew : tensor<16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %a = arith.addf %v, %one : f32
+    linalg.yield %a : f32
+  } -> tensor<16xf32>
+  %squares = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%scaled : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %p = math.fpowi %v, %two : f32, i64
+    linalg.yield %p : f32
+  } -> tensor<4x16xf32>
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%squares : tensor<4x16xf32>) outs(%init : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %t = arith.addf %v, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<4x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sum : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %mean = arith.divf %v, %n : f32
+    %a = arith.addf %mean, %eps : f32
+    %r = math.rsqrt %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %normed = linalg.generic {indexing_maps = [#id, #keep, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%scaled, %rstd : tensor<4x16xf32>, tensor<4x1xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%v: f32, %r: f32, %o: f32):
+    %m = arith.mulf %v, %r : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%normed, %gamma : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%v: f32, %g: f32, %o: f32):
+    %m = arith.mulf %v, %g : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16xf32>
+  return %scaled, %y : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Near miss: the mean of squares is x's, but the row multiplied is x * c,
+// whose c (a scalar tensor) is no per-column gamma.
+// CHECK-LABEL: func @scaled_row_over_unscaled_rms
+// CHECK-NOT:     fff.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#scalar = affine_map<(d0, d1) -> ()>
+#keep = affine_map<(d0, d1) -> (d0, 0)>
+func.func @scaled_row_over_unscaled_rms(%x: tensor<4x16xf32>, %c: tensor<f32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 16.0 : f32
+  %eps = arith.constant 1.0e-6 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x16xf32>) outs(%init : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %t = arith.addf %sq, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<4x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #scalar, #keep, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c, %sum : tensor<4x16xf32>, tensor<f32>, tensor<4x1xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%v: f32, %s: f32, %q: f32, %o: f32):
+    %mean = arith.divf %q, %n : f32
+    %a = arith.addf %mean, %eps : f32
+    %r = math.rsqrt %a : f32
+    %vs = arith.mulf %v, %s : f32
+    %m = arith.mulf %vs, %r : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
