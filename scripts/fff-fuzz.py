@@ -4,7 +4,9 @@ get exit 0 with host code a pipeline did not fully lower.
 
 It takes the MLIR of fff's lit tests and examples, cut into cases at
 `// -----`, mutates each many times (shapes, element types, attributes,
-SSA names, op names, deleted or repeated lines, truncation), and runs every
+SSA names, op names, deleted or repeated lines, truncation; static extents
+past any memory and element types no pipeline lowers, in any position; the
+case with its fff ops removed), and runs every
 mutant through each pass mode: parse and verify, raising, shape checks,
 fusion, both conversions, the CPU twins, and both pipelines. A run fails on
 
@@ -27,6 +29,8 @@ with its mode and seed so that it reproduces with one command.
     scripts/fff-fuzz.py --fff-opt build/bin/fff-opt --seed 1 --mutants 300
     scripts/fff-fuzz.py --fff-opt build/bin/fff-opt --seed 7 --mutants 3000 \\
         --out fuzz-failures            # a longer (nightly) run
+    scripts/fff-fuzz.py --seeds 10 --mutants 1200 --out fuzz-failures
+                                       # ten fresh seeds, each printed
 
 Mutant i of seed s is the same on every machine, so a failure found at
 night reproduces with the same --seed and --mutants.
@@ -61,6 +65,13 @@ CRASH_BANNERS = ("PLEASE submit a bug report", "LLVM ERROR", "Stack dump:",
 SEPARATOR = "// -----"
 
 TYPES = ["f32", "f16", "bf16", "f64", "i32", "i1", "index"]
+# Element types no pipeline lowers (complex, narrow and odd floats) beside
+# ones that have meanings only in some places (i1, index, i8, f64).
+ELEMENT_TYPES = ["complex<f32>", "complex<f64>", "f8E4M3FN", "f8E5M2", "f4E2M1FN", "f6E2M3FN", "tf32",
+                 "f80", "f128", "i1", "i8", "i64", "index", "f64", "bf16", "f16"]
+# Static extents past any memory: products of them overflow int64_t.
+HUGE_EXTENTS = ["2147483648", "4294967296", "4611686018427387904", "9223372036854775807",
+                "281474976710656", "1099511627776"]
 OPS = ["fff.layer_norm", "fff.rms_norm", "fff.tree_ffn", "fff.leaf_tree_ffn",
        "fff.fusion", "fff.yield", "linalg.generic", "arith.addf", "tensor.empty"]
 EXTENTS = ["0", "1", "2", "3", "7", "8", "?", "768", "4095", "65536"]
@@ -130,6 +141,30 @@ def change_type(text, rng):
     return _replace_match(text, r"\b(f32|f16|bf16)\b", rng, lambda m: rng.choice(TYPES))
 
 
+def huge_extent(text, rng):
+    """One static extent, in any operand's or result's type, past any memory."""
+    return _replace_match(text, r"(?<=[<x])(\d+|\?)(?=x)", rng, lambda m: rng.choice(HUGE_EXTENTS))
+
+
+def retype_one(text, rng):
+    """One element type, in one position, to a type the pipelines may not take."""
+    return _replace_match(text, r"(?<=x)(f32|f16|bf16|i32|i64)(?=>)", rng, lambda m: rng.choice(ELEMENT_TYPES))
+
+
+def retype_everywhere(text, rng):
+    """One element type changed everywhere (the module still verifies) to a
+    type the pipelines may not take."""
+    old, new = rng.choice(["f32", "f16", "bf16"]), rng.choice(ELEMENT_TYPES)
+    return re.sub(rf"(?<=x){old}(?=>)", new, text)
+
+
+def without_fff_ops(text, rng):
+    """The case with every line that names an fff op dropped: functions with
+    no fff op at all (reshapes, linalg alone) for the pipelines."""
+    lines = [l for l in text.splitlines() if "fff." not in l]
+    return "\n".join(lines) + "\n"
+
+
 def change_number(text, rng):
     return _replace_match(text, r"(?<![%#\w])-?\d+(\.\d+)?(e[-+]?\d+)?\b", rng,
                           lambda m: rng.choice(NUMBERS))
@@ -186,6 +221,7 @@ def splice_token(text, rng):
 
 
 MUTATIONS = [change_extent, rescale_extent, rescale_extent, retype_all, change_type,
+             huge_extent, retype_one, retype_everywhere, without_fff_ops,
              change_number, change_number,
              change_value, change_op, add_attribute, drop_line, repeat_line, swap_lines,
              truncate, splice_token]
@@ -269,6 +305,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fff-opt", default=str(root / "build/bin/fff-opt"))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="run this many fresh seeds (each printed) instead of --seed: "
+                             "for a longer run by hand")
     parser.add_argument("--mutants", type=int, default=300,
                         help="mutants, each run through every mode")
     parser.add_argument("--modes", default=",".join(MODES),
@@ -288,7 +327,24 @@ def main():
 
     corpus, skipped = load_corpus(args.corpus or [root / "test", root / "examples"],
                                   args.max_case_bytes)
-    mutants = make_mutants(corpus, args.seed, args.mutants)
+    if args.seeds:
+        # Fresh seeds from the OS's randomness, never a fixed list.
+        seeds = [random.SystemRandom().randrange(10 ** 9) for _ in range(args.seeds)]
+        print(f"fff-fuzz: seeds {' '.join(map(str, seeds))}", flush=True)
+    else:
+        seeds = [args.seed]
+    failed = 0
+    for seed in seeds:
+        failed += run_seed(args, corpus, skipped, seed)
+    if len(seeds) > 1:
+        print(f"fff-fuzz: {len(seeds)} seeds, {args.mutants * len(args.modes.split(',')) * len(seeds)} cases, "
+              f"{failed} failures")
+    return 1 if failed else 0
+
+
+def run_seed(args, corpus, skipped, seed):
+    """Fuzzes one seed; returns its number of failures."""
+    mutants = make_mutants(corpus, seed, args.mutants)
     modes = args.modes.split(",")
     start = time.monotonic()
     jobs = []
@@ -306,24 +362,24 @@ def main():
     elapsed = time.monotonic() - start
 
     cases = len(mutants) * len(modes)
-    print(f"fff-fuzz: seed {args.seed}: {len(mutants)} mutants of {len(corpus)} corpus cases "
+    print(f"fff-fuzz: seed {seed}: {len(mutants)} mutants of {len(corpus)} corpus cases "
           f"({skipped} over {args.max_case_bytes} bytes left out) "
           f"through {len(modes)} modes: {cases} cases in {elapsed:.0f} s, "
-          f"{len(failures)} failures")
+          f"{len(failures)} failures", flush=True)
     for index in sorted(upstream_mutants):
         print(f"upstream: mutant {index} crashes stock mlir-opt's parser too (not counted)")
         if args.out:
-            path = pathlib.Path(args.out) / f"seed{args.seed}-mutant{index}-upstream.mlir"
+            path = pathlib.Path(args.out) / f"seed{seed}-mutant{index}-upstream.mlir"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"// mlir-opt --allow-unregistered-dialect: crashes\n{mutants[index]}")
     for mode, index, reason in failures:
         print(f"FAIL mutant {index} ({mode}): {reason}")
         if args.out:
-            path = pathlib.Path(args.out) / f"seed{args.seed}-mutant{index}-{mode}.mlir"
+            path = pathlib.Path(args.out) / f"seed{seed}-mutant{index}-{mode}.mlir"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"// fff-opt {' '.join(MODES[mode])} --allow-unregistered-dialect: "
                             f"{reason}\n{mutants[index]}")
-    return 1 if failures else 0
+    return len(failures)
 
 
 if __name__ == "__main__":

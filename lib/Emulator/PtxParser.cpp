@@ -21,6 +21,14 @@ namespace {
 constexpr unsigned NewestPtxMajorVersion = 9;
 constexpr unsigned EmulatedArchitecture = 90;
 
+/// Whether `count` elements of `bytes` each stay within 2^32 bytes, the
+/// most any declared array or parameter may hold (sizes are 32-bit
+/// further on): a product that wrapped would under-allocate.
+bool fitsDeclaredBytes(uint64_t bytes, uint64_t count) {
+  constexpr uint64_t kMaxDeclaredBytes = uint64_t(1) << 32;
+  return count == 0 || bytes <= kMaxDeclaredBytes / count;
+}
+
 bool isHexDigit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
          (c >= 'A' && c <= 'F');
@@ -275,6 +283,8 @@ bool PtxParser::parseVariable(std::string_view &name, uint64_t &bytes,
       uint64_t count;
       if (!parseUnsigned(count))
         return false;
+      if (!fitsDeclaredBytes(bytes, count))
+        return fail("an array of more than 2^32 bytes");
       bytes *= count;
     }
     if (!expect(']'))
@@ -435,6 +445,8 @@ bool PtxParser::parseParameter(KernelBuilder &builder) {
     uint64_t count;
     if (!parseUnsigned(count) || !expect(']'))
       return false;
+    if (!fitsDeclaredBytes(bytes, count))
+      return fail("a parameter of more than 2^32 bytes");
     bytes *= count;
   }
   std::string message = builder.declareParameter(

@@ -42,11 +42,9 @@ struct CheckAllocationsPass
     for (Value size : dynamicSizes)
       elements = arith::MulIOp::create(b, elements, size);
     MemRefType type = buffer.getType();
-    int64_t staticElements = 1;
-    for (int64_t extent : type.getShape())
-      if (!ShapedType::isDynamic(extent))
-        staticElements *= extent;
-    if (staticElements == 0)
+    // Only whether it is zero matters: a product too large to count is not.
+    bool staticallyEmpty = llvm::is_contained(type.getShape(), 0);
+    if (staticallyEmpty)
       return;
     Value empty =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, elements, zero);

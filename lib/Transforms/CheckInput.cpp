@@ -3,10 +3,12 @@
 #include "fff/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 namespace fff {
 #define GEN_PASS_DEF_CHECKINPUT
@@ -68,9 +70,84 @@ template <typename ExpandOp> LogicalResult checkExpandShape(ExpandOp op) {
   return success();
 }
 
+/// No tensor, memref or vector that fff compiles for holds more bytes than
+/// this. Every size the pipelines derive from static extents (strategies,
+/// launch sizes, shared-memory budgets, buffer sizes) is a product of such
+/// a size and constants under 2^14, so with this bound none overflows.
+constexpr int64_t kMaxValueBytesLog2 = 48;
+
+/// Whether the static extents of `type` (its dynamic ones are known only
+/// at run time, from buffers that exist) hold at most 2^48 bytes.
+bool fitsInMemory(ShapedType type) {
+  if (!type.hasRank())
+    return true;
+  Type element = type.getElementType();
+  int64_t bytes = element.isIntOrFloat()
+                      ? std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8)
+                      : 8;
+  std::optional<int64_t> total = bytes;
+  for (int64_t extent : type.getShape()) {
+    if (ShapedType::isDynamic(extent))
+      continue;
+    total = llvm::checkedMul(*total, extent);
+    if (!total || *total > (int64_t(1) << kMaxValueBytesLog2))
+      return false;
+  }
+  return true;
+}
+
+/// Why fff's pipelines do not take `type` (in any position: a value, a
+/// tensor's, memref's or vector's elements), or "" if they do: complex
+/// numbers, 8-, 6- and 4-bit floats, tf32 and x87/quad/PowerPC floats have
+/// no lowering there, and an index stored in memory has no fixed width
+/// for a caller to pass.
+std::string unsupportedType(Type type) {
+  if (auto shaped = dyn_cast<ShapedType>(type)) {
+    if (isa<MemRefType, UnrankedMemRefType>(type) &&
+        shaped.getElementType().isIndex())
+      return "memrefs of index";
+    if (!fitsInMemory(shaped))
+      return "values of more than 2^" + std::to_string(kMaxValueBytesLog2) +
+             " bytes";
+    return unsupportedType(shaped.getElementType());
+  }
+  if (isa<ComplexType>(type))
+    return "complex numbers";
+  if (auto floatType = dyn_cast<FloatType>(type))
+    if (!isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(floatType)) {
+      std::string name;
+      llvm::raw_string_ostream(name) << type;
+      return "floating-point type " + name;
+    }
+  return "";
+}
+
+/// The first type `op` defines or takes (its results, its regions' block
+/// arguments, a function's signature) that the pipelines do not take.
+LogicalResult checkTypes(Operation *op) {
+  auto refuse = [&](Type type, StringRef why) {
+    return op->emitOpError() << "uses " << type << ": fff's pipelines take no "
+                             << why;
+  };
+  SmallVector<Type> types(op->getResultTypes());
+  if (auto function = dyn_cast<FunctionOpInterface>(op)) {
+    llvm::append_range(types, function.getArgumentTypes());
+    llvm::append_range(types, function.getResultTypes());
+  }
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      llvm::append_range(types, block.getArgumentTypes());
+  for (Type type : types)
+    if (std::string why = unsupportedType(type); !why.empty())
+      return refuse(type, why);
+  return success();
+}
+
 struct CheckInputPass : fff::impl::CheckInputBase<CheckInputPass> {
   void runOnOperation() override {
     WalkResult result = getOperation()->walk([](Operation *op) {
+      if (failed(checkTypes(op)))
+        return WalkResult::interrupt();
       LogicalResult checked =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
               .Case([](tensor::DimOp dim) {

@@ -33,7 +33,7 @@ class EmulatedArray:
             assert lib.cuInit(0) == 0 and lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
             lib.cuCtxSetCurrent(context)
             EmulatedArray.driver = lib
-        self.array = np.ascontiguousarray(array)
+        self.array = np.array(array, order="C")  # ascontiguousarray makes 0-d arrays 1-d
         pointer = ctypes.c_uint64()
         assert self.driver.cuMemAlloc_v2(ctypes.byref(pointer), max(self.array.nbytes, 1) + offset_bytes) == 0
         self.pointer = pointer.value + offset_bytes
@@ -104,3 +104,65 @@ def test_bad_buffers_are_errors_before_any_launch(rng):
         exe.rms_norm(EmulatedArray(x), EmulatedArray(g))
     with pytest.raises(fff.FFFError, match="argument #1 is not a CUDA array"):
         exe.rms_norm(EmulatedArray(x), g, out=y)
+
+
+def test_a_unit_the_fused_kernel_cannot_take_runs_as_separate_kernels(rng):
+    """Gemma's first RMSNorm, whose input is x times a 0-d tensor computed
+    where the norm reads it: raised and fused, then split back into an
+    elementwise kernel and a norm kernel (the fused kernel takes no 0-d
+    inputs); both results against numpy, on rows with a tail (1000 wide)."""
+    hidden = 1000
+    ir = f"""
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#scalar = affine_map<(d0, d1) -> ()>
+#keep = affine_map<(d0, d1) -> (d0, 0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @gemma_norm(%x: tensor<?x{hidden}xf32>, %c: tensor<f32>, %w: tensor<{hidden}xf32>)
+    -> (tensor<?x{hidden}xf32>, tensor<?x{hidden}xf32>) {{
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x{hidden}xf32>
+  %e = tensor.empty(%n) : tensor<?x{hidden}xf32>
+  %scaled = linalg.generic {{indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%x, %c : tensor<?x{hidden}xf32>, tensor<f32>) outs(%e : tensor<?x{hidden}xf32>) {{
+  ^bb0(%v: f32, %k: f32, %o: f32):
+    %m = arith.mulf %v, %k : f32
+    linalg.yield %m : f32
+  }} -> tensor<?x{hidden}xf32>
+  %e1 = tensor.empty(%n) : tensor<?x1xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<?x1xf32>) -> tensor<?x1xf32>
+  %ss = linalg.generic {{indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}}
+      ins(%scaled : tensor<?x{hidden}xf32>) outs(%init : tensor<?x1xf32>) {{
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %t = arith.addf %sq, %acc : f32
+    linalg.yield %t : f32
+  }} -> tensor<?x1xf32>
+  %y = linalg.generic {{indexing_maps = [#id, #keep, #col, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%scaled, %ss, %w : tensor<?x{hidden}xf32>, tensor<?x1xf32>, tensor<{hidden}xf32>)
+      outs(%e : tensor<?x{hidden}xf32>) {{
+  ^bb0(%v: f32, %q: f32, %g: f32, %o: f32):
+    %cnt = arith.constant {hidden}.0 : f32
+    %eps = arith.constant 1.0e-6 : f32
+    %mean = arith.divf %q, %cnt : f32
+    %a = arith.addf %mean, %eps : f32
+    %r = math.rsqrt %a : f32
+    %nv = arith.mulf %v, %r : f32
+    %out = arith.mulf %nv, %g : f32
+    linalg.yield %out : f32
+  }} -> tensor<?x{hidden}xf32>
+  return %scaled, %y : tensor<?x{hidden}xf32>, tensor<?x{hidden}xf32>
+}}"""
+    lowered = fff.lower(ir, "builtin.module(fff-raise-norms, fff-fuse-norms, convert-fff-to-gpu)")
+    # The unit is gone; the norm has its kernel, the product is linalg for
+    # the linalg lowering's kernels later in the pipeline.
+    assert "fff.fusion ins" not in lowered and lowered.count("gpu.launch_func") == 1, lowered
+    exe = fff.compile(ir, target="cuda", chip="sm_90")
+    x = rng.standard_normal((5, hidden)).astype(np.float32)
+    c = np.array(31.6, np.float32)
+    w = rng.uniform(0.5, 1.5, hidden).astype(np.float32)
+    scaled, y = EmulatedArray(np.zeros_like(x)), EmulatedArray(np.zeros_like(x))
+    exe.gemma_norm(EmulatedArray(x), EmulatedArray(c), EmulatedArray(w), out=(scaled, y))
+    s = x.astype(np.float64) * float(c)
+    assert relative_error(scaled.numpy(), s) < TOLERANCE["f32"]
+    assert relative_error(y.numpy(), rms_norm(s, w.astype(np.float64), eps=1e-6)) < TOLERANCE["f32"]

@@ -2,7 +2,8 @@
 // pipelines crashed on (each found by scripts/fff-fuzz.py) is an error.
 // RUN: fff-opt %s --fff-check-input --split-input-file --verify-diagnostics
 // RUN: not fff-opt %s --fff-cpu-pipeline --split-input-file 2>&1 | FileCheck %s --check-prefix=PIPELINE
-// PIPELINE-COUNT-5: error:
+// RUN: not fff-opt %s --fff-gpu-pipeline --split-input-file 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// PIPELINE-COUNT-11: error:
 // PIPELINE-NOT: PLEASE submit a bug report
 
 // The canonicalizer crashed folding it.
@@ -56,4 +57,54 @@ func.func @fine(%x: tensor<?x32xf32>, %n: index) -> (tensor<?x4x32xf32>, index) 
   %d = tensor.dim %x, %c1 : tensor<?x32xf32>
   %e = tensor.expand_shape %x [[0, 1], [2]] output_shape [%n, 4, 32] : tensor<?x32xf32> into tensor<?x4x32xf32>
   return %e, %d : tensor<?x4x32xf32>, index
+}
+
+// -----
+
+// Element types no pipeline lowers, refused by name. --fff-gpu-pipeline
+// aborted in LLVM on this one ("Symbol name with unsupported characters").
+func.func @complex_reshape(%x: tensor<?x32xcomplex<f32>>, %n: index) -> tensor<?x4x8xcomplex<f32>> {
+  // expected-error @+1 {{'tensor.expand_shape' op uses 'tensor<?x4x8xcomplex<f32>>': fff's pipelines take no complex numbers}}
+  %e = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 4, 8] : tensor<?x32xcomplex<f32>> into tensor<?x4x8xcomplex<f32>>
+  return %e : tensor<?x4x8xcomplex<f32>>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op uses 'tensor<4xf8E4M3FN>': fff's pipelines take no floating-point type f8E4M3FN}}
+func.func @f8_argument(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  return %x : tensor<4xf8E4M3FN>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op uses 'memref<4xindex>': fff's pipelines take no memrefs of index}}
+func.func @index_in_memory(%x: memref<4xindex>) {
+  return
+}
+
+// -----
+
+func.func @tf32_value(%x: f32) -> f32 {
+  // expected-error @+1 {{'arith.truncf' op uses 'tf32': fff's pipelines take no floating-point type tf32}}
+  %t = arith.truncf %x : f32 to tf32
+  %e = arith.extf %t : tf32 to f32
+  return %e : f32
+}
+
+// -----
+
+// f4 in a vector, declared by a function without a body.
+// expected-error @+1 {{'func.func' op uses 'vector<8xf4E2M1FN>': fff's pipelines take no floating-point type f4E2M1FN}}
+func.func private @f4_declaration(vector<8xf4E2M1FN>)
+
+// -----
+
+// 2^62 trees: fff::selectTreeStrategy divided by a size that had
+// overflowed to zero (SIGFPE) in --convert-fff-to-gpu, its CPU twin and
+// --fff-gpu-pipeline.
+// expected-error @+1 {{'func.func' op uses 'tensor<4611686018427387904x15x64xf32>': fff's pipelines take no values of more than 2^48 bytes}}
+func.func @huge_tree_count(%x: tensor<?x64xf32>, %w_in: tensor<4611686018427387904x15x64xf32>, %w_out: tensor<4611686018427387904x15x64xf32>) -> tensor<?x64xf32> {
+  %y = fff.tree_ffn %x, %w_in, %w_out {depth = 3 : i64} : tensor<?x64xf32>, tensor<4611686018427387904x15x64xf32>, tensor<4611686018427387904x15x64xf32>
+  return %y : tensor<?x64xf32>
 }

@@ -25,7 +25,15 @@ def CheckInput : Pass<"fff-check-input", "::mlir::ModuleOp"> {
       names a dim outside the rank (indices past 2^32 wrap in the
       verifier's affine maps);
     - an `expand_shape` whose `output_shape` gives a static extent for a
-      dim its result type leaves dynamic, or the other way round.
+      dim its result type leaves dynamic, or the other way round;
+    - a type, in any position (a value, a block argument, a function's
+      signature, a tensor's, memref's or vector's elements), that no
+      pipeline lowers: complex numbers, floats other than f16, bf16, f32
+      and f64 (f8, f6, f4, tf32, f80, f128), and memrefs of `index`;
+    - a tensor, memref or vector whose static extents hold more than 2^48
+      bytes. Every size the pipelines derive from static extents
+      (strategies, launch sizes, shared-memory budgets, buffer sizes) is
+      such a size times constants under 2^14, so none overflows.
 
     New cases join as fff's fuzzer (`scripts/fff-fuzz.py`) finds them.
   }];

@@ -461,6 +461,33 @@ std::string whyNoGPUKernel(Operation *op) {
   return "has no GPU lowering yet";
 }
 
+/// Inlines every norm unit under `root` that cannot be one kernel, with a
+/// remark that says why: its norm gets a kernel of its own (or, where the
+/// norm alone has none either, the usual error), and its pointwise ops
+/// become the ordinary kernels of the linalg lowering.
+void separateNormUnitsWithoutKernel(Operation *root) {
+  SmallVector<FusionOp> units;
+  root->walk([&](FusionOp unit) {
+    if (!unit.getTreeLayer())
+      units.push_back(unit);
+  });
+  IRRewriter rewriter(root->getContext());
+  for (FusionOp unit : units) {
+    std::string whyNot = unsupportedOnGPU(unit);
+    if (whyNot.empty())
+      continue;
+    unit.emitRemark("runs as separate kernels: the fused norm kernel does not "
+                    "take ")
+        << whyNot;
+    Block &body = unit.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    SmallVector<Value> results = yield.getValues();
+    rewriter.inlineBlockBefore(&body, unit, unit.getInputs());
+    rewriter.replaceOp(unit, results);
+    rewriter.eraseOp(yield);
+  }
+}
+
 /// Replaces transcendental math ops (erf, tanh, exp, ...) in kernels and
 /// their twins by MLIR's f32 polynomial approximations. On the GPU they
 /// would otherwise become libdevice calls, which link only where the CUDA
@@ -496,16 +523,18 @@ struct ConvertFFFToGPUPass
           << treeVariant << "'; expected auto, latency or throughput";
       return signalPassFailure();
     }
-    // Sublayers the fused kernel cannot take run as separate kernels.
+    // Units the fused kernels cannot take run as separate kernels.
     separateSublayersWithoutKernel(getOperation(), *options);
+    if (!cpuTwin)
+      separateNormUnitsWithoutKernel(getOperation());
 
     ConversionTarget target(getContext());
     // fff ops inside a fused unit wait for the unit's own kernel.
     target.addDynamicallyLegalOp<LayerNormOp, RMSNormOp>([](Operation *op) {
       return op->getParentOfType<FusionOp>() != nullptr;
     });
-    // Units the kernel emitter can evaluate become one kernel; the others
-    // stay, and are reported below (or run on the CPU in twin mode). So do
+    // Units the kernel emitter can evaluate become one kernel; in twin mode
+    // the others (split above otherwise) stay, to run on the CPU. So do
     // tree ops whose shapes no tree kernel takes.
     target.addDynamicallyLegalOp<FusionOp>([](FusionOp op) {
       return !op.getTreeLayer() && !unsupportedOnGPU(op).empty();

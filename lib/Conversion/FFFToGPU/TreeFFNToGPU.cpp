@@ -33,6 +33,24 @@ std::optional<int64_t> staticDim(Value tensor, int64_t dim) {
   return ShapedType::isDynamic(size) ? std::nullopt : std::optional(size);
 }
 
+/// No tree kernel takes a tree count or a row width past this. Every size
+/// selectTreeStrategy derives (records per token, shared-memory bytes,
+/// staged rows) is then a product of these and constants under 2^14 that
+/// stays far inside int64_t: with 2^62 trees, one overflowed to zero and
+/// was divided by.
+constexpr int64_t kMaxTreeExtent = int64_t(1) << 24;
+
+FailureOr<TreeShape> boundedShape(TreeShape shape, std::string &whyNot) {
+  for (std::optional<int64_t> extent :
+       {shape.inWidth, shape.outWidth, std::optional<int64_t>(shape.trees),
+        std::optional<int64_t>(shape.hiddenWidth)})
+    if (extent && *extent > kMaxTreeExtent) {
+      whyNot = "a tree count or row width past 2^24";
+      return failure();
+    }
+  return shape;
+}
+
 /// The static shape of `op` the strategies depend on, or failure with the
 /// reason in `whyNot`.
 FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
@@ -50,7 +68,7 @@ FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
     shape.trees = *trees;
     shape.levels = tree.getDepth() + 1;
     shape.hiddenWidth = 0;
-    return shape;
+    return boundedShape(shape, whyNot);
   }
   auto leaf = cast<LeafTreeFFNOp>(op);
   std::optional<int64_t> width = staticDim(leaf.getW1(), 2);
@@ -62,7 +80,7 @@ FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
   shape.trees = 1;
   shape.levels = leaf.getDepth();
   shape.hiddenWidth = *width;
-  return shape;
+  return boundedShape(shape, whyNot);
 }
 
 /// Rows of a [n, m, width] weight tensor, as an [n * m, width] buffer.

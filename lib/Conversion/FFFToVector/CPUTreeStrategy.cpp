@@ -3,8 +3,10 @@
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <algorithm>
+#include <limits>
 #include <unistd.h>
 
 using namespace mlir;
@@ -49,9 +51,11 @@ fff::selectCPUTreeStrategy(int64_t levels, std::optional<int64_t> nodeBytes,
   int64_t bytesPerNode = nodeBytes.value_or(2 * 1024 * 4);
   // The shallowest level whose subtrees' weights fit in half the cache: the
   // other half holds the tokens' rows and whatever else the core touches.
+  // Saturating: a subtree too large to count is larger than any cache.
   auto subtreeBytes = [&](int64_t level) {
     int64_t subtreeLevels = std::min<int64_t>(levels - level, 40);
-    return ((int64_t(1) << subtreeLevels) - 1) * bytesPerNode;
+    return llvm::checkedMul((int64_t(1) << subtreeLevels) - 1, bytesPerNode)
+        .value_or(std::numeric_limits<int64_t>::max());
   };
   int64_t level = 0;
   while (level + 1 < levels && subtreeBytes(level) > strategy.cacheBytes / 2)

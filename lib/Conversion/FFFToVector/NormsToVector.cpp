@@ -37,6 +37,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 namespace fff {
 #define GEN_PASS_DEF_CONVERTFFFNORMSTOVECTOR
@@ -168,14 +169,17 @@ private:
   const CPUNormStrategy &strategy;
 };
 
-/// The product of a norm's normalized extents, when all are static.
+/// The product of a norm's normalized extents, when all are static and it
+/// fits in int64_t (past that, the row is treated as of unknown size).
 std::optional<int64_t> staticRowSize(RankedTensorType type,
                                      int64_t normalizedRank) {
-  int64_t size = 1;
+  std::optional<int64_t> size = 1;
   for (int64_t extent : type.getShape().take_back(normalizedRank)) {
     if (ShapedType::isDynamic(extent))
       return std::nullopt;
-    size *= extent;
+    size = llvm::checkedMul(*size, extent);
+    if (!size)
+      return std::nullopt;
   }
   return size;
 }

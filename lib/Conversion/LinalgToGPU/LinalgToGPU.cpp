@@ -20,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace fff {
@@ -33,15 +34,18 @@ using namespace fff;
 namespace {
 
 /// The static product of `op`'s loop extents over `dims`, if they are all
-/// static.
+/// static and it fits in int64_t (a product past that is no size a kernel
+/// is chosen for; it is treated as unknown).
 std::optional<int64_t> staticExtent(linalg::LinalgOp op,
                                     ArrayRef<unsigned> dims) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  int64_t product = 1;
+  std::optional<int64_t> product = 1;
   for (unsigned d : dims) {
     if (ShapedType::isDynamic(ranges[d]))
       return std::nullopt;
-    product *= ranges[d];
+    product = llvm::checkedMul(*product, ranges[d]);
+    if (!product)
+      return std::nullopt;
   }
   return product;
 }

@@ -194,6 +194,16 @@ func.func @too_many_rows(%x: tensor<4x8xf32>, %w: tensor<400x7x8xf32>) -> tensor
 
 // -----
 
+// 2^62 trees (what --fff-check-input refuses at the front of the pipelines):
+// the strategy divided by a record count that had overflowed to zero.
+func.func @huge_tree_count(%x: tensor<?x64xf32>, %w: tensor<4611686018427387904x15x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'fff.tree_ffn' op has no GPU kernel for a tree count or row width past 2^24; use --fff-cpu-pipeline}}
+  %0 = fff.tree_ffn %x, %w, %w {depth = 3 : i64} : tensor<?x64xf32>, tensor<4611686018427387904x15x64xf32>, tensor<4611686018427387904x15x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
 func.func @wide_leaf(%x: tensor<?x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x65xf32>,
                      %b1: tensor<2x65xf32>, %w2: tensor<2x65x8xf32>, %b2: tensor<2x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{'fff.leaf_tree_ffn' op has no GPU kernel for a leaf wider than 64; use --fff-cpu-pipeline}}

@@ -609,3 +609,58 @@ func.func @scaled_row_over_unscaled_rms(%x: tensor<4x16xf32>, %c: tensor<f32>) -
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// The Flax fast-variance form with the statistics computed together: one
+// multi-result reduction (sum, sum of squares), then one multi-result
+// elementwise op giving the mean and the rstd, which the last op reads.
+// CHECK-LABEL: func @flax_statistics_together
+// CHECK-NOT:     linalg.generic
+// CHECK:         %[[Y:.*]] = fff.layer_norm %arg0 scale(%arg1 : tensor<48xf32>) bias(%arg2 : tensor<48xf32>) {epsilon = 9.99999997E-7 : f32} : tensor<?x48xf32>
+// CHECK:         return %[[Y]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+#vec = affine_map<(d0) -> (d0)>
+func.func @flax_statistics_together(%x: tensor<?x48xf32>, %scale: tensor<48xf32>, %bias: tensor<48xf32>) -> tensor<?x48xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x48xf32>
+  %e1 = tensor.empty(%n) : tensor<?xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<?xf32>) -> tensor<?xf32>
+  %moments:2 = linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x48xf32>) outs(%init, %init : tensor<?xf32>, tensor<?xf32>) {
+  ^bb0(%v: f32, %s: f32, %q: f32):
+    %sq = arith.mulf %v, %v : f32
+    %s1 = arith.addf %s, %v : f32
+    %q1 = arith.addf %q, %sq : f32
+    linalg.yield %s1, %q1 : f32, f32
+  } -> (tensor<?xf32>, tensor<?xf32>)
+  %stats:2 = linalg.generic {indexing_maps = [#vec, #vec, #vec, #vec], iterator_types = ["parallel"]}
+      ins(%moments#0, %moments#1 : tensor<?xf32>, tensor<?xf32>) outs(%e1, %e1 : tensor<?xf32>, tensor<?xf32>) {
+  ^bb0(%s: f32, %q: f32, %o1: f32, %o2: f32):
+    %cnt = arith.constant 48.0 : f32
+    %eps = arith.constant 1.0e-6 : f32
+    %z = arith.constant 0.0 : f32
+    %mean = arith.divf %s, %cnt : f32
+    %mean2 = arith.divf %q, %cnt : f32
+    %msq = arith.mulf %mean, %mean : f32
+    %d = arith.subf %mean2, %msq : f32
+    %var = arith.maximumf %z, %d : f32
+    %a = arith.addf %var, %eps : f32
+    %rs = math.rsqrt %a : f32
+    linalg.yield %mean, %rs : f32, f32
+  } -> (tensor<?xf32>, tensor<?xf32>)
+  %e = tensor.empty(%n) : tensor<?x48xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #row, #col, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %stats#0, %stats#1, %scale, %bias : tensor<?x48xf32>, tensor<?xf32>, tensor<?xf32>, tensor<48xf32>, tensor<48xf32>) outs(%e : tensor<?x48xf32>) {
+  ^bb0(%v: f32, %mean: f32, %rs: f32, %sc: f32, %bv: f32, %out: f32):
+    %mul = arith.mulf %rs, %sc : f32
+    %c = arith.subf %v, %mean : f32
+    %t = arith.mulf %c, %mul : f32
+    %o = arith.addf %t, %bv : f32
+    linalg.yield %o : f32
+  } -> tensor<?x48xf32>
+  return %y : tensor<?x48xf32>
+}
