@@ -164,6 +164,56 @@ def test_a_pre_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dtyp
     assert "fff.tree_sublayer" in graphs[0]
 
 
+class PostLNTreeBlock(torch.nn.Module):
+    """BERT's FFN sublayer with a tree layer for its two linears:
+    norm(h + dropout(ffn(h)))."""
+
+    def __init__(self, leaf=False, dtype=torch.float32, norm="layer_norm"):
+        super().__init__()
+        self.ffn = (fff.torch.LeafTreeFFN(32, 8, 32, depth=2) if leaf else
+                    fff.torch.TreeFFN(32, 32, depth=3)).to(dtype)
+        self.dropout = torch.nn.Dropout(0.1)
+        self.ln = torch.nn.LayerNorm(32, dtype=dtype) if norm == "layer_norm" else \
+            torch.nn.RMSNorm(32, eps=None, dtype=dtype)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            if getattr(self.ln, "bias", None) is not None:
+                self.ln.bias.uniform_(-0.3, 0.3)
+
+    def forward(self, h):
+        return self.ln(h + self.dropout(self.ffn(h)))
+
+
+@pytest.mark.parametrize("leaf, dtype, norm", [
+    (False, torch.float32, "layer_norm"), (True, torch.float32, "layer_norm"),
+    (False, torch.bfloat16, "layer_norm"), (False, torch.float32, "rms_norm"), (True, torch.bfloat16, "rms_norm")])
+def test_a_post_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dtype, norm):
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+    torch.manual_seed(10)
+    model = PostLNTreeBlock(leaf, dtype, norm).eval()
+    report = fff.torch.explain(model, torch.randn(2, 5, 32, dtype=dtype), grad=False, fallback="eager",
+                               print_report=False)
+    assert [r.kind for r in report.regions] == ["fff::tree_sublayer"], str(report)
+    assert report.taken == {norm: 1, "leaf_tree_ffn" if leaf else "tree_ffn": 1}, str(report)
+    assert report.ops_taken == report.ops, str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", fullgraph=True)
+    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
+    with torch.no_grad():
+        for shape in ((2, 5, 32), (3, 7, 32)):
+            x = torch.randn(shape, dtype=dtype)
+            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+
+
+def test_a_post_ln_sublayer_in_training_mode_keeps_its_dropout():
+    """A dropout that drops (train mode) is no part of a sublayer: the tree
+    op, the dropout, the add and the norm stay apart."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+    model = PostLNTreeBlock().train()
+    report = fff.torch.explain(model, torch.randn(4, 32), grad=False, fallback="eager", print_report=False)
+    assert "fff::tree_sublayer" not in [r.kind for r in report.regions], str(report)
+
+
 def test_a_norm_read_twice_is_not_a_sublayer():
     """The norm's result is returned too: the tree op and the norm's region
     stay apart, and the add goes to the fallback."""
@@ -329,6 +379,14 @@ def test_asking_for_a_gradient_says_why_there_is_none():
     (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "layer_norm", None, None, 1e-5,
                                          "leaf_tree_ffn", [torch.randn(3, 8)], 1, "relu"),
      "leaf_tree_ffn takes 6 weights, got 1"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "layer_norm", None, None, 1e-5,
+                                         "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None], 1,
+                                         "gelu", "middle"),
+     "fff::tree_sublayer's order is 'pre' or 'post', not 'middle'"),
+    (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 4), "layer_norm", torch.randn(8), None,
+                                         1e-5, "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None],
+                                         1, "gelu", "post"),
+     r"norm_weight is \[8\] torch.float32, expected \[4\] torch.float32"),
 ])
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):

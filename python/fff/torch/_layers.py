@@ -186,10 +186,12 @@ def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
     return x.new_empty((*x.shape[:-1], w2.shape[-1]))
 
 
-def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation):
-    """What fff::tree_sublayer requires: the tree op's own checks on the
-    normalized x, a norm's parameters of x's width, a residual shaped like
-    the layer's result."""
+def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order):
+    """What fff::tree_sublayer requires: the tree op's own checks on x (or
+    the normalized x), a norm's parameters of its rows' width, a residual
+    shaped like the layer's result."""
+    if order not in ("pre", "post"):
+        raise ValueError(f"fff::tree_sublayer's order is 'pre' or 'post', not '{order}'")
     if x.device.type != "cpu" or residual.device.type != "cpu":
         raise FFFError("fff::tree_sublayer runs on the CPU")
     if norm not in ("layer_norm", "rms_norm"):
@@ -207,9 +209,10 @@ def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, d
     else:
         _check_leaf(x, *weights, depth, activation)
         dout = weights[4].shape[-1]
+    width = x.shape[-1] if order == "pre" else dout  # of the rows the norm reads
     for name, t in (("norm_weight", norm_weight), ("norm_bias", norm_bias)):
-        if t is not None and (tuple(t.shape) != (x.shape[-1],) or t.dtype != x.dtype):
-            raise ValueError(f"{name} is {list(t.shape)} {t.dtype}, expected [{x.shape[-1]}] {x.dtype}")
+        if t is not None and (tuple(t.shape) != (width,) or t.dtype != x.dtype):
+            raise ValueError(f"{name} is {list(t.shape)} {t.dtype}, expected [{width}] {x.dtype}")
     if tuple(residual.shape) != (*x.shape[:-1], dout) or residual.dtype != x.dtype:
         raise ValueError(f"the residual is {list(residual.shape)} {residual.dtype}, expected "
                          f"{[*x.shape[:-1], dout]} {x.dtype}")
@@ -219,29 +222,39 @@ def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, d
 @torch.library.custom_op("fff::tree_sublayer", mutates_args=())
 def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weight: torch.Tensor | None,
                   norm_bias: torch.Tensor | None, eps: float, layer: str, weights: list[torch.Tensor | None],
-                  depth: int, activation: str) -> torch.Tensor:
-    """residual + layer(norm(x)): a pre-LN FFN sublayer whose norm is
-    "layer_norm" or "rms_norm" (no bias) and whose FFN is a tree layer
-    (`layer`: "tree_ffn", with weights [w_in, b_in, w_out, b_out], or
-    "leaf_tree_ffn", with [node_w, node_b, w1, b1, w2, b2]), one fff call on
-    the CPU: the norm, the layer and the add in one fused unit, the add
-    applied as the layer writes each row. What the torch.compile backend
-    puts in place of the three ops."""
-    dout = _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation)
+                  depth: int, activation: str, order: str = "pre") -> torch.Tensor:
+    """An FFN sublayer whose norm is "layer_norm" or "rms_norm" (no bias)
+    and whose FFN is a tree layer (`layer`: "tree_ffn", with weights [w_in,
+    b_in, w_out, b_out], or "leaf_tree_ffn", with [node_w, node_b, w1, b1,
+    w2, b2]), as one fff call on the CPU:
+    - order "pre": residual + layer(norm(x)), one fused unit, the add
+      applied as the layer writes each row;
+    - order "post": norm(residual + layer(x)), the add read by the norm as
+      it loads each row.
+    What the torch.compile backend puts in place of the three ops."""
+    dout = _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
     element, din = _ELEMENT[x.dtype], x.shape[-1]
+    tree_input = "%n" if order == "pre" else "%x"
     if layer == "tree_ffn":
         w_in, b_in, w_out, b_out = weights
         params, op = _tree_op(element, din, w_in.shape[0], w_in.shape[1], dout, depth, activation,
-                              b_in is not None, b_out is not None, x="%n")
+                              b_in is not None, b_out is not None, x=tree_input)
     else:
-        params, op = _leaf_op(element, din, weights[2].shape[-1], dout, depth, activation, x="%n")
-    xt, rt, vt = (_tensor_type(s, element) for s in [(None, din), (None, dout), (din,)])
+        params, op = _leaf_op(element, din, weights[2].shape[-1], dout, depth, activation, x=tree_input)
+    xt, rt = (_tensor_type(s, element) for s in [(None, din), (None, dout)])
+    vt = _tensor_type((din if order == "pre" else dout,), element)
     norm_params = [f"%norm_g: {vt}"] * (norm_weight is not None) + [f"%norm_b: {vt}"] * (norm_bias is not None)
     affine = (f" scale(%norm_g : {vt})" if norm_weight is not None else "") + \
         (f" bias(%norm_b : {vt})" if norm_bias is not None else "")
-    body = (f"  %n = fff.{norm} %x{affine} {{epsilon = {eps:.9e} : f32}} : {xt}\n"
-            f"  %l = {op}\n"
-            f"  %y = arith.addf %r, %l : {rt}\n")
+    epsilon = f"{{epsilon = {eps:.9e} : f32}}"
+    if order == "pre":
+        body = (f"  %n = fff.{norm} %x{affine} {epsilon} : {xt}\n"
+                f"  %l = {op}\n"
+                f"  %y = arith.addf %r, %l : {rt}\n")
+    else:
+        body = (f"  %l = {op}\n"
+                f"  %s = arith.addf %r, %l : {rt}\n"
+                f"  %y = fff.{norm} %s{affine} {epsilon} : {rt}\n")
     text = _function("sublayer", [f"%x: {xt}", f"%r: {rt}"] + norm_params + params, body, rt)
     operands = [residual.reshape(-1, dout).contiguous()] + \
         [t for t in (norm_weight, norm_bias, *weights) if t is not None]
@@ -249,8 +262,8 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
 
 
 @tree_sublayer.register_fake
-def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation):
-    _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation)
+def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation, order="pre"):
+    _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
     return residual.new_empty(residual.shape)
 
 

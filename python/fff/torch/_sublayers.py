@@ -1,6 +1,6 @@
-"""Pre-LN tree sublayers, `residual + tree(norm(x))`, where the tree is one
-of fff's custom ops: each becomes one call of fff::tree_sublayer, which fff
-compiles as one fused unit."""
+"""Tree sublayers, pre-LN `residual + tree(norm(x))` and post-LN
+`norm(residual + tree(x))`, where the tree is one of fff's custom ops: each
+becomes one call of fff::tree_sublayer, which fff compiles as one unit."""
 
 import inspect
 
@@ -48,62 +48,98 @@ _NORM_SIGNATURES = {"layer_norm": inspect.signature(torch.nn.functional.layer_no
                     "rms_norm": inspect.signature(torch.nn.functional.rms_norm)}
 
 
-def _tree_sublayer(tree):
-    """The call of fff::tree_sublayer that can stand for `tree` (a tree op
-    node), the layer_norm or rms_norm it reads and the add that alone reads
-    it (a pre-LN FFN sublayer, `residual + tree(norm(x))`, with an eval-mode
-    dropout after the tree or not): its arguments, and the nodes it stands
-    for; None where they are not such a sublayer."""
-    norm, users = tree.args[0], list(tree.users)
-    if not isinstance(norm, torch.fx.Node) or norm.target not in _SUBLAYER_NORMS or \
-            len(norm.users) != 1 or len(users) != 1:
+def _residual_add(tree):
+    """The add that alone reads the tree op `tree` (through an eval-mode
+    dropout, as ViT writes it, or not), the dropout, and the other addend;
+    None where there is no such add, or where it writes into a tensor that
+    someone else holds (`residual += ...`)."""
+    users = list(tree.users)
+    if len(users) != 1:
         return None
     add, dropout = users[0], None
     if _is_eval_dropout(add) and len(add.users) == 1:
-        # ViT's `residual + dropout(ffn(...))`, as eval mode runs it.
         dropout, add = add, next(iter(add.users))
     ffn = dropout or tree
     if op_name(add) not in ("add", "iadd") or len(add.args) != 2 or add.kwargs or ffn not in add.args:
         return None
     residual = add.args[1] if add.args[0] is ffn else add.args[0]
     if op_name(add) == "iadd" and add.args[0] is residual and not writes_unseen(add):
-        return None  # `residual += ...` writes into a tensor someone else holds
-    norm_args = _bound(norm, _NORM_SIGNATURES[_SUBLAYER_NORMS[norm.target]])
-    tree_args = _bound(tree, _schema_signature(tree.target))
-    if norm_args is None or tree_args is None or \
-            not all(isinstance(n, torch.fx.Node) for n in (residual, norm_args["input"])):
         return None
-    x, result = _value(norm_args["input"]), _value(add)
-    eps = norm_args["eps"]
-    if eps is None and isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+    return add, dropout, residual
+
+
+def _norm_arguments(norm, x):
+    """(kind, weight, bias, eps) of the norm node `norm` over rows like `x`
+    (a fake tensor), as fff's norms take them: one trailing dim, parameters
+    of x's dtype and width; None where it is not such a norm."""
+    kind = _SUBLAYER_NORMS.get(norm.target)
+    arguments = _bound(norm, _NORM_SIGNATURES[kind]) if kind else None
+    if arguments is None or not isinstance(x, torch.Tensor) or x.dtype not in _FLOATS or \
+            tuple(arguments["normalized_shape"]) != (x.shape[-1],):
+        return None
+    eps = arguments["eps"]
+    if eps is None:
         # rms_norm's default: the machine epsilon of the type torch computes
         # x's dtype in (f32 for f16 and bf16, as ATen's opmath_type).
         eps = torch.finfo(torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype).eps
     if not isinstance(eps, (int, float)):
         return None
-    if not all(isinstance(v, torch.Tensor) for v in (x, result, _value(residual))) or \
-            x.dtype not in _FLOATS or _value(residual).shape != result.shape or \
-            _value(residual).dtype != result.dtype or tuple(norm_args["normalized_shape"]) != (x.shape[-1],):
-        return None
-    # The norm's parameters as fff's norms take them: x's dtype and width.
-    norm_bias = norm_args.get("bias")
-    for parameter in (norm_args["weight"], norm_bias):
+    bias = arguments.get("bias")
+    for parameter in (arguments["weight"], bias):
         value = _value(parameter) if isinstance(parameter, torch.fx.Node) else parameter
         if parameter is not None and not (isinstance(value, torch.Tensor) and value.dtype == x.dtype and
                                           tuple(value.shape) == (x.shape[-1],)):
             return None
+    return kind, arguments["weight"], bias, float(eps)
+
+
+def _tree_sublayer(tree):
+    """The call of fff::tree_sublayer that can stand for `tree` (a tree op
+    node) and the ops around it, and the nodes it stands for; None where
+    they are not a sublayer. Two orders, each with an eval-mode dropout
+    after the tree or not:
+    - pre-LN, `residual + tree(norm(x))`: the norm's result goes to the tree
+      alone, the tree's to the add alone;
+    - post-LN (BERT's), `norm(residual + tree(x))`: the tree's result goes to
+      the add alone and the add's to the norm alone."""
+    found = _residual_add(tree)
+    tree_args = _bound(tree, _schema_signature(tree.target))
+    if found is None or tree_args is None:
+        return None
+    add, dropout, residual = found
+    head = tree.args[0]
+    if isinstance(head, torch.fx.Node) and head.target in _SUBLAYER_NORMS and len(head.users) == 1:
+        order, norm, x, result = "pre", head, _bound(head, _NORM_SIGNATURES[_SUBLAYER_NORMS[head.target]]), add
+        x = x and x["input"]
+    else:
+        users = list(add.users)
+        if len(users) != 1 or users[0].target not in _SUBLAYER_NORMS:
+            return None
+        order, norm, x, result = "post", users[0], head, users[0]
+        bound = _bound(norm, _NORM_SIGNATURES[_SUBLAYER_NORMS[norm.target]])
+        if bound is None or bound["input"] is not add:
+            return None
+    if not all(isinstance(n, torch.fx.Node) for n in (x, residual)):
+        return None
+    rows = _value(x) if order == "pre" else _value(add)
+    parameters = _norm_arguments(norm, rows)
+    values = [_value(n) for n in (x, residual, add, result)]
+    if parameters is None or not all(isinstance(v, torch.Tensor) for v in values) or \
+            len({(v.dtype, v.device) for v in values}) != 1 or values[1].shape != values[2].shape:
+        return None
+    kind, weight, bias, eps = parameters
     names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
         ["node_w", "node_b", "w1", "b1", "w2", "b2"]
-    arguments = (norm_args["input"], residual, _SUBLAYER_NORMS[norm.target], norm_args["weight"], norm_bias,
-                 float(eps), op_name(tree), [tree_args[name] for name in names], tree_args["depth"],
-                 tree_args["activation"])
-    return arguments, tuple(n for n in (norm, tree, dropout, add) if n is not None)
+    arguments = (x, residual, kind, weight, bias, eps, op_name(tree), [tree_args[name] for name in names],
+                 tree_args["depth"], tree_args["activation"], order)
+    chain = (norm, tree, dropout, add) if order == "pre" else (tree, dropout, add, norm)
+    return arguments, tuple(n for n in chain if n is not None)
 
 
 def take_tree_sublayers(gm, report):
-    """Puts fff::tree_sublayer, one fff call, in place of each pre-LN FFN
-    sublayer whose FFN is a tree op: its norm, layer and residual add then
-    run as one fused unit, and torch runs nothing between them."""
+    """Puts fff::tree_sublayer, one fff call, in place of each FFN sublayer
+    whose FFN is a tree op: its norm, layer and residual add then run in one
+    call, and torch runs nothing between them."""
     taken = False
     for tree in [n for n in gm.graph.nodes if op_name(n) in TREE_OPS.values()]:
         found = _tree_sublayer(tree)
@@ -111,12 +147,12 @@ def take_tree_sublayers(gm, report):
             continue
         taken = True
         arguments, nodes = found
-        norm, add = nodes[0], nodes[-1]
-        report.take("fff::tree_sublayer", [_SUBLAYER_NORMS[norm.target], op_name(tree)], nodes)
-        with gm.graph.inserting_before(add):
+        last = nodes[-1]
+        report.take("fff::tree_sublayer", [arguments[2], op_name(tree)], nodes)
+        with gm.graph.inserting_before(last):
             call = gm.graph.call_function(torch.ops.fff.tree_sublayer.default, arguments)
-        call.meta["example_value"] = _value(add)
-        add.replace_all_uses_with(call)
+        call.meta["example_value"] = _value(last)
+        last.replace_all_uses_with(call)
         for node in reversed(nodes):
             gm.graph.erase_node(node)
     if taken:
