@@ -214,6 +214,71 @@ def test_a_post_ln_sublayer_in_training_mode_keeps_its_dropout():
     assert "fff::tree_sublayer" not in [r.kind for r in report.regions], str(report)
 
 
+class LlamaRMSNorm(torch.nn.Module):
+    """LLaMA's RMSNorm as transformers writes it: upcast, pow, mean, rsqrt,
+    downcast, weight."""
+
+    def __init__(self, width, dtype):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(width, dtype=dtype).uniform_(0.5, 1.5))
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + 1e-6)).to(dtype)
+
+
+@pytest.mark.parametrize("leaf, dtype", [(False, torch.float32), (True, torch.float32), (False, torch.bfloat16)])
+def test_a_hand_written_rms_norm_before_a_tree_layer_is_part_of_the_sublayer(leaf, dtype):
+    """The norm is a region that raising finds to be one rms_norm of the
+    region's inputs: with the tree op and the add, one fff::tree_sublayer."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class Block(PreLNTreeBlock):
+        def __init__(self):
+            super().__init__(leaf=leaf, dtype=dtype)
+            self.ln = LlamaRMSNorm(32, dtype)
+
+    torch.manual_seed(11)
+    model = Block().eval()
+    report = fff.torch.explain(model, torch.randn(2, 5, 32, dtype=dtype), grad=False, fallback="eager",
+                               print_report=False)
+    assert [r.kind for r in report.regions] == ["fff::tree_sublayer"], str(report)
+    assert report.taken == {"rms_norm": 1, "leaf_tree_ffn" if leaf else "tree_ffn": 1}, str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", fullgraph=True)
+    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
+    with torch.no_grad():
+        for shape in ((2, 5, 32), (3, 7, 32)):
+            x = torch.randn(shape, dtype=dtype)
+            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+
+
+def test_a_region_that_is_more_than_a_norm_is_not_part_of_a_sublayer():
+    """The region also scales the norm's result by 2 before the tree: not
+    one norm of its inputs, so region, tree op and add stay apart."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class Scaled(PreLNTreeBlock):
+        def __init__(self):
+            super().__init__()
+            self.ln = LlamaRMSNorm(32, torch.float32)
+
+        def forward(self, x):
+            return x + self.ffn(self.ln(x) * 2.0)
+
+    torch.manual_seed(12)
+    model = Scaled().eval()
+    x = torch.randn(4, 32)
+    report = fff.torch.explain(model, x, grad=False, fallback="eager", print_report=False)
+    assert [r.kind for r in report.regions] == ["fff::region", "fff::tree_ffn"], str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff")
+    with torch.no_grad():
+        assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["f32"]
+
+
 def test_a_norm_read_twice_is_not_a_sublayer():
     """The norm's result is returned too: the tree op and the norm's region
     stay apart, and the add goes to the fallback."""

@@ -14,7 +14,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from ._nodes import FLOATS, TREE_OPS, example_value, is_fff_call, op_name, writes_unseen
 from ._regions import LOCK, Refused, compile_region
 from ._report import Report
-from ._sublayers import take_tree_sublayers
+from ._sublayers import take_region_sublayers, take_tree_sublayers
 
 # Torch-level ops (Dynamo's graph: functions, and methods by name) that a
 # region may hold: what norms are written with in model code, and the
@@ -145,7 +145,7 @@ def _take_region(gm, node, report):
         for n in inner:
             report.leave(n, f"its region was refused: {refusal}")
         return False
-    report.take("fff::region", raised, inner)
+    report.take("fff::region", raised, inner, index=index)
     outputs = _outputs(module)
     with gm.graph.inserting_after(node):
         call = gm.graph.call_function(torch.ops.fff.region.default, (list(node.args), index))
@@ -235,9 +235,16 @@ def _take_regions(gm, example_inputs, fallback, report):
         return
     take_tree_sublayers(gm, report)
     nodes = _compute_nodes(gm)
-    for n in nodes:
+    _take_norm_regions(gm, nodes, fallback, report)
+    take_region_sublayers(gm, report)
+    for n in _compute_nodes(gm):
         if op_name(n) in TREE_OPS.values():
             report.take(f"fff::{op_name(n)}", [op_name(n)], [n])
+
+
+def _take_norm_regions(gm, nodes, fallback, report):
+    """Puts fff::region in place of each region of a norm and its pointwise
+    neighbours that fff compiles."""
     partitioner = CapabilityBasedPartitioner(gm, _RegionOps(gm), allows_single_node_partition=True)
     partitions = [part for p in partitioner.propose_partitions() for part in _connected_parts(p)]
     regions = [p for p in partitions if _has_norm(p.nodes)]

@@ -18,6 +18,7 @@ import collections
 import dataclasses
 import functools
 import operator
+import re
 import threading
 
 import torch
@@ -38,9 +39,23 @@ _NORM_OPS = ("layer_norm", "rms_norm", "tree_ffn", "leaf_tree_ffn")
 
 
 @dataclasses.dataclass(frozen=True)
+class ExactNorm:
+    """A region that is one norm of its inputs and nothing else (a
+    hand-written RMSNorm, say), as raising found it: which inputs are x and
+    the parameters."""
+
+    kind: str  # layer_norm or rms_norm
+    x: int
+    weight: int | None
+    bias: int | None
+    eps: float
+
+
+@dataclasses.dataclass(frozen=True)
 class _Compiled:
     function: object  # the executable's `forward`
     module: torch.fx.GraphModule  # the region's own ops: its fake
+    norm: ExactNorm | None
 
 
 # fff::region's index into this list names the region it runs.
@@ -125,17 +140,38 @@ def _linalg(graph):
     return str(fx.stateless_fx_import(graph, output_type="linalg-on-tensors", model_name="forward"))
 
 
-def _raised_ops(ir):
-    """fff's ops that raising finds in `ir`, by name; a layer_norm without
+def _raised_ops(raised):
+    """fff's ops in the raised module `raised`, by name; a layer_norm without
     gamma and beta is `layer_norm (no affine)`."""
-    text = _lower(ir, "builtin.module(fff-raise-norms)")
     found = collections.Counter()
-    for line in text.splitlines():
+    for line in raised.splitlines():
         for name in _NORM_OPS:
             if f"fff.{name} " in line:
                 affine = name != "layer_norm" or " scale(" in line or " bias(" in line
                 found[name if affine else f"{name} (no affine)"] += 1
     return found
+
+
+_EXACT_NORM = re.compile(r"^\s*(%\w+) = fff\.(layer_norm|rms_norm) %arg(\d+)"
+                         r"(?: scale\(%arg(\d+) : [^)]*\))?(?: bias\(%arg(\d+) : [^)]*\))?"
+                         r"(?: \{epsilon = ([-+.\w]+) : f32\})? : [^ ]+$")
+
+
+def _exact_norm(raised):
+    """The region's ExactNorm, if its raised module returns one norm op
+    applied to its arguments (and computes nothing else it returns)."""
+    norms = [m for m in map(_EXACT_NORM.match, raised.splitlines()) if m]
+    returned = re.findall(r"^\s*return (%\w+) :", raised, re.MULTILINE)
+    if len(norms) != 1 or returned != [norms[0].group(1)] or raised.count("fff.") != 1:
+        return None
+    _, kind, x, weight, bias, eps = norms[0].groups()
+    as_index = lambda text: None if text is None else int(text)  # noqa: E731
+    return ExactNorm(kind, int(x), as_index(weight), as_index(bias), float(eps) if eps else 1e-5)
+
+
+def exact_norm(index):
+    """Region `index`'s ExactNorm, or None."""
+    return _REGIONS[index].norm
 
 
 def _concrete(values, seed=0):
@@ -202,7 +238,8 @@ def compile_region(module, values):
     try:
         graph = _aten_graph(module, values)
         ir = _linalg(graph)
-        raised = _raised_ops(ir)
+        raised_ir = _lower(ir, "builtin.module(fff-raise-norms)")
+        raised = _raised_ops(raised_ir)
         if not raised:
             raise Refused("fff found no norm in it")
         function = _compiled(ir).forward
@@ -213,5 +250,5 @@ def compile_region(module, values):
         raise Refused(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}") from error
     check_results(function, module, values)
     with LOCK:
-        _REGIONS.append(_Compiled(function, module))
+        _REGIONS.append(_Compiled(function, module, _exact_norm(raised_ir)))
         return len(_REGIONS) - 1, raised

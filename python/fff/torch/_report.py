@@ -18,6 +18,7 @@ class Region:
     kind: str
     taken: collections.Counter
     ops: list
+    index: int | None = None  # fff::region's index, for a region
 
     def __str__(self):
         computes = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in sorted(self.taken.items()))
@@ -52,13 +53,22 @@ class Report:
         self.left[(name, reason)] += 1
         log.info("fff left %s: %s", name, reason)
 
-    def take(self, kind, taken, nodes):
-        """Records an fff call of `kind` standing for `nodes` (Dynamo's)."""
-        region = Region(kind, collections.Counter(taken), [op_name(n) for n in nodes])
+    def take(self, kind, taken, nodes, index=None):
+        """Records an fff call of `kind` standing for `nodes` (Dynamo's, or
+        their names)."""
+        region = Region(kind, collections.Counter(taken),
+                        [n if isinstance(n, str) else op_name(n) for n in nodes], index)
         self.regions.append(region)
         self.taken.update(region.taken)
         self.ops_taken += len(nodes)
         log.info("fff took %s", region)
+
+    def untake(self, region):
+        """Forgets `region`, which a larger fff call now holds."""
+        self.regions.remove(region)
+        self.taken.subtract(region.taken)
+        self.taken += collections.Counter()  # drops the counts now zero
+        self.ops_taken -= len(region.ops)
 
     def __str__(self):
         share = f"{self.ops_taken} of {self.ops} ops" if self.ops else "nothing"

@@ -3,10 +3,12 @@
 becomes one call of fff::tree_sublayer, which fff compiles as one unit."""
 
 import inspect
+import operator
 
 import torch
 
-from ._nodes import FLOATS as _FLOATS, TREE_OPS, example_value as _value, op_name, writes_unseen
+from ._nodes import FLOATS as _FLOATS, REGION_OP, TREE_OPS, example_value as _value, op_name, writes_unseen
+from ._regions import exact_norm
 
 
 def _is_eval_dropout(node):
@@ -155,6 +157,61 @@ def take_tree_sublayers(gm, report):
         last.replace_all_uses_with(call)
         for node in reversed(nodes):
             gm.graph.erase_node(node)
+    if taken:
+        gm.graph.lint()
+        gm.recompile()
+
+
+def _region_norm(node):
+    """(the fff::region call, its ExactNorm) where `node` is the one result
+    of a region that is exactly a norm of its inputs, read by one op."""
+    if not (node.op == "call_function" and node.target is operator.getitem and node.args[1] == 0 and
+            len(node.users) == 1):
+        return None
+    call = node.args[0]
+    if not (isinstance(call, torch.fx.Node) and str(call.target) == REGION_OP and len(call.users) == 1):
+        return None
+    norm = exact_norm(call.args[1])
+    return (call, norm) if norm else None
+
+
+def take_region_sublayers(gm, report):
+    """Pre-LN sublayers whose norm is written by hand (LLaMA's RMSNorm: an
+    upcast, pow, mean, rsqrt and the weight), which fff compiled as a region
+    that raising found to be one norm of its inputs: the region, the tree
+    op and the residual add become one fff::tree_sublayer call."""
+    taken = False
+    for tree in [n for n in gm.graph.nodes if op_name(n) in TREE_OPS.values()]:
+        found = _region_norm(tree.args[0]) if isinstance(tree.args[0], torch.fx.Node) else None
+        added = _residual_add(tree)
+        tree_args = _bound(tree, _schema_signature(tree.target))
+        if found is None or added is None or tree_args is None:
+            continue
+        (call, norm), (add, dropout, residual) = found, added
+        inputs = call.args[0]
+        x = inputs[norm.x]
+        weight, bias = (None if i is None else inputs[i] for i in (norm.weight, norm.bias))
+        values = [_value(n) for n in (x, tree.args[0], residual, add)]
+        if not all(isinstance(n, torch.fx.Node) for n in (x, residual)) or \
+                not all(isinstance(v, torch.Tensor) for v in values) or \
+                len({(v.dtype, v.device) for v in values}) != 1 or values[2].shape != values[3].shape:
+            continue
+        region = next(r for r in report.regions if r.kind == "fff::region" and r.index == call.args[1])
+        names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
+            ["node_w", "node_b", "w1", "b1", "w2", "b2"]
+        arguments = (x, residual, norm.kind, weight, bias, norm.eps, op_name(tree),
+                     [tree_args[name] for name in names], tree_args["depth"], tree_args["activation"], "pre")
+        report.untake(region)
+        chain = [n for n in (tree, dropout, add) if n is not None]
+        report.take("fff::tree_sublayer", [norm.kind, op_name(tree)], region.ops + chain)
+        with gm.graph.inserting_before(add):
+            sublayer = gm.graph.call_function(torch.ops.fff.tree_sublayer.default, arguments)
+        sublayer.meta["example_value"] = _value(add)
+        add.replace_all_uses_with(sublayer)
+        for node in (add, dropout, tree, tree.args[0], call):
+            if node is not None:
+                gm.graph.erase_node(node)
+        taken = True
     if taken:
         gm.graph.lint()
         gm.recompile()
