@@ -393,3 +393,24 @@ def test_explain_names_a_layer_norm_without_affine_parameters():
     model = torch.nn.LayerNorm(8, elementwise_affine=False)
     report = fff.torch.explain(model, torch.randn(4, 8), grad=False, print_report=False)
     assert dict(report.taken) == {"layer_norm (no affine)": 1}, str(report)
+
+
+def test_a_norm_whose_result_is_unused_is_reported_as_such():
+    class Unused(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = torch.nn.LayerNorm(8)
+
+        def forward(self, x):
+            h = x + 1
+            self.ln(h)
+            return h * 2
+
+    model = Unused()
+    x = torch.randn(4, 8)
+    report = fff.torch.explain(model, x, grad=False, fallback="eager", print_report=False)
+    assert not report.regions
+    assert any("its norm's result is not used" in reason for (_, reason) in report.left), str(report)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert torch.equal(torch.compile(model, backend="fff")(x), model(x))

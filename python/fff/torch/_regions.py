@@ -103,8 +103,15 @@ def _out_of_place(module):
     for node in module.graph.nodes:
         if node.op == "call_function" and node.target in (operator.iadd, operator.imul):
             node.target = operator.add if node.target is operator.iadd else operator.mul
+    # Out of place, every op is pure: what no result needs is dead.
+    module.graph.eliminate_dead_code()
     module.recompile()
     return module
+
+
+def _norm_names(module):
+    return {getattr(n.target, "__name__", str(n.target)) for n in module.graph.nodes
+            if n.op in ("call_function", "call_method")} & {"layer_norm", "rms_norm", "mean", "var", "var_mean"}
 
 
 def _aten_graph(module, values):
@@ -234,7 +241,10 @@ def compile_region(module, values):
     """Compiles the region `module` (Dynamo's ops) for inputs like `values`
     (Dynamo's fake tensors): (the index fff::region takes, fff's ops found
     in it). Raises Refused, with the reason, where fff does not take it."""
+    written = _norm_names(module)
     module = _out_of_place(module)
+    if written and not _norm_names(module):
+        raise Refused("its norm's result is not used: there is nothing for fff to compute")
     try:
         graph = _aten_graph(module, values)
         ir = _linalg(graph)
