@@ -18,6 +18,7 @@
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "fff/Conversion/Passes.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "fff/Dialect/FFF/Transforms/Fusion.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -479,12 +480,7 @@ void separateNormUnitsWithoutKernel(Operation *root) {
     unit.emitRemark("runs as separate kernels: the fused norm kernel does not "
                     "take ")
         << whyNot;
-    Block &body = unit.getBody().front();
-    auto yield = cast<YieldOp>(body.getTerminator());
-    SmallVector<Value> results = yield.getValues();
-    rewriter.inlineBlockBefore(&body, unit, unit.getInputs());
-    rewriter.replaceOp(unit, results);
-    rewriter.eraseOp(yield);
+    inlineUnit(rewriter, unit, unit.getInputs());
   }
 }
 

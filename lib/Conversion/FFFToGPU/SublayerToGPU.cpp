@@ -533,13 +533,8 @@ void fff::separateSublayersWithoutKernel(Operation *root,
     unit.emitRemark("runs as separate kernels: the fused sublayer kernel "
                     "does not take ")
         << whyNot;
-    Block &body = unit.getBody().front();
-    auto yield = cast<YieldOp>(body.getTerminator());
-    SmallVector<Value> results = yield.getValues();
     Operation *norm = unit.getNorm();
-    rewriter.inlineBlockBefore(&body, unit, unit.getInputs());
-    rewriter.replaceOp(unit, results);
-    rewriter.eraseOp(yield);
+    inlineUnit(rewriter, unit, unit.getInputs());
     (void)fuseNormWithNeighbours(norm);
   }
 }

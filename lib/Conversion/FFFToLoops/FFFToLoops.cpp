@@ -12,6 +12,7 @@
 #include "fff/Conversion/RowLoops.h"
 
 #include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "fff/Dialect/FFF/Transforms/Fusion.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -635,12 +636,7 @@ struct InlineFusion : OpConversionPattern<FusionOp> {
   LogicalResult
   matchAndRewrite(FusionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Block &body = op.getBody().front();
-    auto yield = cast<YieldOp>(body.getTerminator());
-    SmallVector<Value> results = yield.getValues();
-    rewriter.inlineBlockBefore(&body, op, adaptor.getInputs());
-    rewriter.replaceOp(op, results);
-    rewriter.eraseOp(yield);
+    inlineUnit(rewriter, op, adaptor.getInputs());
     return success();
   }
 };

@@ -33,3 +33,4 @@ func.func @scaled_rms_norm(%x: tensor<4x16xf32>, %c: tensor<f32>, %g: tensor<16x
   } -> tensor<4x16xf32>, tensor<4x16xf32>
   return %r#0, %r#1 : tensor<4x16xf32>, tensor<4x16xf32>
 }
+

@@ -277,3 +277,19 @@ struct FuseNormsPass : fff::impl::FuseNormsBase<FuseNormsPass> {
 LogicalResult fff::fuseNormWithNeighbours(Operation *norm) {
   return formFusion(collectUnit({norm}), {norm});
 }
+
+void fff::inlineUnit(RewriterBase &rewriter, FusionOp unit, ValueRange inputs) {
+  Block &body = unit.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  // A unit may yield one of its inputs as it is; the block's arguments are
+  // gone once it is inlined.
+  SmallVector<Value> results;
+  for (Value value : yield.getValues()) {
+    auto arg = dyn_cast<BlockArgument>(value);
+    results.push_back(arg && arg.getOwner() == &body ? inputs[arg.getArgNumber()]
+                                                     : value);
+  }
+  rewriter.inlineBlockBefore(&body, unit, inputs);
+  rewriter.replaceOp(unit, results);
+  rewriter.eraseOp(yield);
+}
