@@ -24,7 +24,6 @@ import threading
 import torch
 
 from .._compiler import compile as _compile, lower as _lower
-from .._fff import FFFError
 
 # The backend's tables and torch-mlir's importer are shared by every thread
 # that compiles; Dynamo holds a lock of its own while it calls a backend,
@@ -97,7 +96,7 @@ class Refused(Exception):
 def _out_of_place(module):
     """A copy of `module` whose in-place adds and multiplies (`h += a`) are
     out of place. The partitioner lets one into a region only where nothing
-    else reads the value it writes (_RegionOps.takes_in_place), so the two
+    else reads the value it writes (_nodes.writes_unseen), so the two
     forms give the same results."""
     module = torch.fx.GraphModule(module, module.graph.__deepcopy__())
     for node in module.graph.nodes:
@@ -110,6 +109,7 @@ def _out_of_place(module):
 
 
 def _norm_names(module):
+    """The ops of `module` that a norm is computed with, by name."""
     return {getattr(n.target, "__name__", str(n.target)) for n in module.graph.nodes
             if n.op in ("call_function", "call_method")} & {"layer_norm", "rms_norm", "mean", "var", "var_mean"}
 
