@@ -98,18 +98,19 @@ bool fitsInMemory(ShapedType type) {
 
 /// Why fff's pipelines do not take `type` (in any position: a value, a
 /// tensor's, memref's or vector's elements), or "" if they do: complex
-/// numbers, 8-, 6- and 4-bit floats, tf32 and x87/quad/PowerPC floats have
-/// no lowering there, and an index stored in memory has no fixed width
-/// for a caller to pass.
-std::string unsupportedType(Type type) {
+/// numbers, 8-, 6- and 4-bit floats, tf32 and x87/quad floats have no
+/// lowering there. In a function's signature, a memref of index is refused
+/// too: an index in memory has no fixed width for a caller to pass (inside
+/// a body, the lowerings' own buffers of indices are fine).
+std::string unsupportedType(Type type, bool inSignature) {
   if (auto shaped = dyn_cast<ShapedType>(type)) {
-    if (isa<MemRefType, UnrankedMemRefType>(type) &&
+    if (inSignature && isa<MemRefType, UnrankedMemRefType>(type) &&
         shaped.getElementType().isIndex())
-      return "memrefs of index";
+      return "memrefs of index in a function's signature";
     if (!fitsInMemory(shaped))
       return "values of more than 2^" + std::to_string(kMaxValueBytesLog2) +
              " bytes";
-    return unsupportedType(shaped.getElementType());
+    return unsupportedType(shaped.getElementType(), inSignature);
   }
   if (isa<ComplexType>(type))
     return "complex numbers";
@@ -125,21 +126,23 @@ std::string unsupportedType(Type type) {
 /// The first type `op` defines or takes (its results, its regions' block
 /// arguments, a function's signature) that the pipelines do not take.
 LogicalResult checkTypes(Operation *op) {
-  auto refuse = [&](Type type, StringRef why) {
-    return op->emitOpError() << "uses " << type << ": fff's pipelines take no "
-                             << why;
+  auto check = [&](TypeRange types, bool inSignature) -> LogicalResult {
+    for (Type type : types)
+      if (std::string why = unsupportedType(type, inSignature); !why.empty())
+        return op->emitOpError() << "uses " << type
+                                 << ": fff's pipelines take no " << why;
+    return success();
   };
-  SmallVector<Type> types(op->getResultTypes());
-  if (auto function = dyn_cast<FunctionOpInterface>(op)) {
-    llvm::append_range(types, function.getArgumentTypes());
-    llvm::append_range(types, function.getResultTypes());
-  }
+  if (auto function = dyn_cast<FunctionOpInterface>(op))
+    if (failed(check(function.getArgumentTypes(), true)) ||
+        failed(check(function.getResultTypes(), true)))
+      return failure();
+  if (failed(check(op->getResultTypes(), false)))
+    return failure();
   for (Region &region : op->getRegions())
     for (Block &block : region)
-      llvm::append_range(types, block.getArgumentTypes());
-  for (Type type : types)
-    if (std::string why = unsupportedType(type); !why.empty())
-      return refuse(type, why);
+      if (failed(check(block.getArgumentTypes(), false)))
+        return failure();
   return success();
 }
 

@@ -78,7 +78,7 @@ func.func @f8_argument(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
 
 // -----
 
-// expected-error @+1 {{'func.func' op uses 'memref<4xindex>': fff's pipelines take no memrefs of index}}
+// expected-error @+1 {{'func.func' op uses 'memref<4xindex>': fff's pipelines take no memrefs of index in a function's signature}}
 func.func @index_in_memory(%x: memref<4xindex>) {
   return
 }

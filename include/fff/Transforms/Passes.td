@@ -29,7 +29,8 @@ def CheckInput : Pass<"fff-check-input", "::mlir::ModuleOp"> {
     - a type, in any position (a value, a block argument, a function's
       signature, a tensor's, memref's or vector's elements), that no
       pipeline lowers: complex numbers, floats other than f16, bf16, f32
-      and f64 (f8, f6, f4, tf32, f80, f128), and memrefs of `index`;
+      and f64 (f8, f6, f4, tf32, f80, f128), and, in a function's
+      signature, memrefs of `index`;
     - a tensor, memref or vector whose static extents hold more than 2^48
       bytes. Every size the pipelines derive from static extents
       (strategies, launch sizes, shared-memory budgets, buffer sizes) is
