@@ -279,6 +279,27 @@ def test_a_region_that_is_more_than_a_norm_is_not_part_of_a_sublayer():
         assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < TOLERANCE["f32"]
 
 
+def test_an_add_that_broadcasts_the_tree_result_is_not_a_sublayer():
+    """The residual has a leading dim the tree's result lacks: the add
+    broadcasts, which one fff::tree_sublayer call does not, so the ops stay
+    apart and the results match."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class Broadcast(PreLNTreeBlock):
+        def forward(self, x, residual):
+            return residual + self.ffn(self.ln(x))
+
+    torch.manual_seed(13)
+    model = Broadcast().eval()
+    x, residual = torch.randn(4, 32), torch.randn(2, 4, 32)
+    report = fff.torch.explain(model, x, residual, grad=False, fallback="eager", print_report=False)
+    assert "fff::tree_sublayer" not in [r.kind for r in report.regions], str(report)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend="fff")(x, residual)
+        assert relative_error(as_float64(got), as_float64(model(x, residual))) < TOLERANCE["f32"]
+
+
 def test_a_norm_read_twice_is_not_a_sublayer():
     """The norm's result is returned too: the tree op and the norm's region
     stay apart, and the add goes to the fallback."""

@@ -95,6 +95,14 @@ def _norm_arguments(norm, x):
     return kind, arguments["weight"], bias, float(eps)
 
 
+def _alike(values):
+    """Whether `values` (x, the residual, the add, then anything else of the
+    sublayer's) are tensors of one dtype and device, with the residual, the
+    add and the tree's result of one shape: no broadcast in the add."""
+    return all(isinstance(v, torch.Tensor) for v in values) and \
+        len({(v.dtype, v.device) for v in values}) == 1 and values[1].shape == values[2].shape == values[-1].shape
+
+
 def _tree_sublayer(tree):
     """The call of fff::tree_sublayer that can stand for `tree` (a tree op
     node) and the ops around it, and the nodes it stands for; None where
@@ -125,9 +133,8 @@ def _tree_sublayer(tree):
         return None
     rows = _value(x) if order == "pre" else _value(add)
     parameters = _norm_arguments(norm, rows)
-    values = [_value(n) for n in (x, residual, add, result)]
-    if parameters is None or not all(isinstance(v, torch.Tensor) for v in values) or \
-            len({(v.dtype, v.device) for v in values}) != 1 or values[1].shape != values[2].shape:
+    values = [_value(n) for n in (x, residual, add, result, tree)]
+    if parameters is None or not _alike(values):
         return None
     kind, weight, bias, eps = parameters
     names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
@@ -191,10 +198,8 @@ def take_region_sublayers(gm, report):
         inputs = call.args[0]
         x = inputs[norm.x]
         weight, bias = (None if i is None else inputs[i] for i in (norm.weight, norm.bias))
-        values = [_value(n) for n in (x, tree.args[0], residual, add)]
-        if not all(isinstance(n, torch.fx.Node) for n in (x, residual)) or \
-                not all(isinstance(v, torch.Tensor) for v in values) or \
-                len({(v.dtype, v.device) for v in values}) != 1 or values[2].shape != values[3].shape:
+        values = [_value(n) for n in (x, residual, add, tree.args[0], tree)]
+        if not all(isinstance(n, torch.fx.Node) for n in (x, residual)) or not _alike(values):
             continue
         region = next(r for r in report.regions if r.kind == "fff::region" and r.index == call.args[1])
         names = ["w_in", "b_in", "w_out", "b_out"] if op_name(tree) == "tree_ffn" else \
