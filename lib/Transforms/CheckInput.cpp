@@ -3,10 +3,10 @@
 #include "fff/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
@@ -82,9 +82,10 @@ bool fitsInMemory(ShapedType type) {
   if (!type.hasRank())
     return true;
   Type element = type.getElementType();
-  int64_t bytes = element.isIntOrFloat()
-                      ? std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8)
-                      : 8;
+  int64_t bytes =
+      element.isIntOrFloat()
+          ? std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8)
+          : 8;
   std::optional<int64_t> total = bytes;
   for (int64_t extent : type.getShape()) {
     if (ShapedType::isDynamic(extent))
@@ -129,8 +130,8 @@ LogicalResult checkTypes(Operation *op) {
   auto check = [&](TypeRange types, bool inSignature) -> LogicalResult {
     for (Type type : types)
       if (std::string why = unsupportedType(type, inSignature); !why.empty())
-        return op->emitOpError() << "uses " << type
-                                 << ": fff's pipelines take no " << why;
+        return op->emitOpError()
+               << "uses " << type << ": fff's pipelines take no " << why;
     return success();
   };
   if (auto function = dyn_cast<FunctionOpInterface>(op))

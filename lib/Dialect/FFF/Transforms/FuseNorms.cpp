@@ -286,8 +286,8 @@ void fff::inlineUnit(RewriterBase &rewriter, FusionOp unit, ValueRange inputs) {
   SmallVector<Value> results;
   for (Value value : yield.getValues()) {
     auto arg = dyn_cast<BlockArgument>(value);
-    results.push_back(arg && arg.getOwner() == &body ? inputs[arg.getArgNumber()]
-                                                     : value);
+    results.push_back(
+        arg && arg.getOwner() == &body ? inputs[arg.getArgNumber()] : value);
   }
   rewriter.inlineBlockBefore(&body, unit, inputs);
   rewriter.replaceOp(unit, results);

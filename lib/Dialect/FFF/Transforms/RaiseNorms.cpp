@@ -261,7 +261,8 @@ private:
       return std::nullopt;
     SmallVector<Term *, 4> others(rest);
     for (Term *factor : inputFactors.numerators) {
-      auto *it = llvm::find_if(others, [&](Term *t) { return equal(t, factor); });
+      auto *it =
+          llvm::find_if(others, [&](Term *t) { return equal(t, factor); });
       if (it == others.end())
         return std::nullopt;
       others.erase(it);
