@@ -164,6 +164,18 @@ def test_a_pre_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dtyp
     assert "fff.tree_sublayer" in graphs[0]
 
 
+def assert_compiled_matches_eager(model, dtype):
+    """torch.compile(model, backend="fff", fullgraph=True) against eager at
+    two shapes (the second recompiles with dynamic extents)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", fullgraph=True)
+    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
+    with torch.no_grad():
+        for shape in ((2, 5, 32), (3, 7, 32)):
+            x = torch.randn(shape, dtype=dtype)
+            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+
+
 class PostLNTreeBlock(torch.nn.Module):
     """BERT's FFN sublayer with a tree layer for its two linears:
     norm(h + dropout(ffn(h)))."""
@@ -196,13 +208,7 @@ def test_a_post_ln_tree_sublayer_is_one_fff_call_under_the_fff_backend(leaf, dty
     assert [r.kind for r in report.regions] == ["fff::tree_sublayer"], str(report)
     assert report.taken == {norm: 1, "leaf_tree_ffn" if leaf else "tree_ffn": 1}, str(report)
     assert report.ops_taken == report.ops, str(report)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend="fff", fullgraph=True)
-    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
-    with torch.no_grad():
-        for shape in ((2, 5, 32), (3, 7, 32)):
-            x = torch.randn(shape, dtype=dtype)
-            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+    assert_compiled_matches_eager(model, dtype)
 
 
 def test_a_post_ln_sublayer_in_training_mode_keeps_its_dropout():
@@ -246,13 +252,7 @@ def test_a_hand_written_rms_norm_before_a_tree_layer_is_part_of_the_sublayer(lea
                                print_report=False)
     assert [r.kind for r in report.regions] == ["fff::tree_sublayer"], str(report)
     assert report.taken == {"rms_norm": 1, "leaf_tree_ffn" if leaf else "tree_ffn": 1}, str(report)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend="fff", fullgraph=True)
-    tolerance = {torch.float32: TOLERANCE["f32"], torch.bfloat16: TOLERANCE["bf16"]}[dtype]
-    with torch.no_grad():
-        for shape in ((2, 5, 32), (3, 7, 32)):
-            x = torch.randn(shape, dtype=dtype)
-            assert relative_error(as_float64(compiled(x)), as_float64(model(x))) < tolerance
+    assert_compiled_matches_eager(model, dtype)
 
 
 def test_a_region_that_is_more_than_a_norm_is_not_part_of_a_sublayer():

@@ -11,23 +11,19 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ._nodes import FLOATS, TREE_OPS, example_value, is_fff_call, op_name, writes_unseen
+from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
+    is_fff_call, op_name, writes_unseen
 from ._regions import LOCK, Refused, compile_region
 from ._report import Report
 from ._sublayers import take_region_sublayers, take_tree_sublayers
 
-# Torch-level ops (Dynamo's graph: functions, and methods by name) that a
-# region may hold: what norms are written with in model code, and the
-# pointwise work next to them that fff fuses into a norm's unit.
-_NORMS = {"layer_norm", "rms_norm"}
-_REDUCTIONS = {"mean", "var", "var_mean", "sum"}
-_ARITHMETIC = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sqrt", "reciprocal", "exp", "tanh",
-               "erf", "sigmoid", "relu", "gelu", "silu", "abs", "square"}
-# Ops whose result may be their input itself (a cast to the dtype it has,
-# eval-mode dropout).
+# A region may hold the ops norms are written with in model code (_NORMS,
+# _REDUCTIONS, arithmetic) and the pointwise work next to them that fff
+# fuses into a norm's unit (_POINTWISE). Of those, the ones whose result
+# may be their input itself (a cast to the dtype it has, eval dropout):
 _MAY_ALIAS = {"to", "float", "half", "bfloat16", "type_as", "dropout"}
 _IN_PLACE = {"iadd", "imul"}
-_POINTWISE = _ARITHMETIC | _MAY_ALIAS | _IN_PLACE
+_POINTWISE = ARITHMETIC | _MAY_ALIAS | _IN_PLACE
 # Why fff leaves an op, by name; anything else is "not an op fff compiles".
 _MATRIX_PRODUCTS = "matrix products stay with the fallback (fff lowers them to plain loops on the CPU)"
 _LEFT_BECAUSE = {

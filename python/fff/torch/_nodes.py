@@ -36,12 +36,16 @@ def example_value(node):
     return node.meta.get("example_value", node.meta.get("val"))
 
 
+# Pointwise arithmetic at torch level (functions, and methods by name).
+ARITHMETIC = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sqrt", "reciprocal", "exp", "tanh",
+              "erf", "sigmoid", "relu", "gelu", "silu", "abs", "square"}
+NORMS = {"layer_norm", "rms_norm"}
+REDUCTIONS = {"mean", "var", "var_mean", "sum"}
 # Ops whose result is always a new tensor (never a view or an input): an
 # in-place op on one changes nothing anyone else holds.
-_NEW_RESULTS = {"add", "sub", "mul", "truediv", "div", "neg", "pow", "rsqrt", "sqrt", "reciprocal", "exp", "tanh",
-                "erf", "sigmoid", "relu", "gelu", "silu", "abs", "square", "layer_norm", "rms_norm", "mean", "var",
-                "sum", "linear", "matmul", "bmm", "baddbmm", "addmm", "softmax", "scaled_dot_product_attention",
-                "conv1d", "conv2d", "embedding", *TREE_OPS.values()}
+_NEW_RESULTS = ARITHMETIC | NORMS | REDUCTIONS | {
+    "linear", "matmul", "bmm", "baddbmm", "addmm", "softmax", "scaled_dot_product_attention", "conv1d", "conv2d",
+    "embedding", *TREE_OPS.values()}
 
 
 def writes_unseen(node):
