@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fff/Conversion/Passes.h"
+#include "fff/Conversion/FFFToLoops/FFFToLoops.h"
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
@@ -667,6 +668,7 @@ void fff::populateInlineFusionPatterns(RewritePatternSet &patterns) {
 
 void fff::populateFFFToLoopsPatterns(RewritePatternSet &patterns) {
   populateInlineFusionPatterns(patterns);
+  populateNormGradsToLoopsPatterns(patterns);
   patterns.add<LayerNormLowering, RMSNormLowering, TreeFFNLowering,
                LeafTreeFFNLowering>(patterns.getContext());
 }

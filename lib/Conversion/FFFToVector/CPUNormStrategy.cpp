@@ -41,3 +41,24 @@ DictionaryAttr fff::CPUNormStrategy::toAttr(MLIRContext *context) const {
                                  b.getI64IntegerAttr(minStreamedBytes)));
   return b.getDictionaryAttr(attrs);
 }
+
+fff::CPUNormGradStrategy
+fff::selectCPUNormGradStrategy(std::optional<int64_t> rowSize,
+                               const CPUTarget &target) {
+  CPUNormGradStrategy strategy;
+  static_cast<CPUNormStrategy &>(strategy) =
+      selectCPUNormStrategy(rowSize, target);
+  // Enough blocks to keep 16 threads busy with four blocks each; the last
+  // sum then reads 64 partial rows, under 1% of what the rows of a
+  // backward worth threading move.
+  strategy.rowBlocks = 64;
+  return strategy;
+}
+
+DictionaryAttr fff::CPUNormGradStrategy::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  SmallVector<NamedAttribute> attrs(CPUNormStrategy::toAttr(context).getValue());
+  attrs.push_back(
+      b.getNamedAttr("row_blocks", b.getI64IntegerAttr(rowBlocks)));
+  return b.getDictionaryAttr(attrs);
+}

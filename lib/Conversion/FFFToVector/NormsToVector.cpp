@@ -22,6 +22,7 @@
 #include "fff/Conversion/Passes.h"
 
 #include "LaneWise.h"
+#include "RowEmitter.h"
 #include "VectorEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "fff/Conversion/RowLoops.h"
@@ -48,141 +49,6 @@ using namespace mlir;
 using namespace fff;
 
 namespace {
-
-/// The rows of a norm as buffers, and the vector code over one row: `x` and
-/// `y` viewed as [rows, n], the affine parameters as [n].
-class RowEmitter : public VectorEmitter {
-public:
-  RowEmitter(ImplicitLocOpBuilder &b, const CPUNormStrategy &strategy)
-      : VectorEmitter(b, strategy), strategy(strategy) {}
-
-  /// A fresh buffer shaped like `type`, whose dynamic extents are those of
-  /// `like` (a buffer of the same rank).
-  Value alloc(RankedTensorType type, Value like) {
-    return VectorEmitter::alloc(type, type.getElementType(), [&](int64_t dim) {
-      return memref::DimOp::create(b, like, dim).getResult();
-    });
-  }
-
-  /// `buffer` viewed as [rows, n]: its first `leadingRank` dims and the rest
-  /// each collapsed into one (no leading dims: one row).
-  Value rowsView(Value buffer, int64_t leadingRank) {
-    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
-    if (leadingRank == 0) {
-      Value flat = flatView(buffer);
-      auto flatType = cast<MemRefType>(flat.getType());
-      int64_t extent = flatType.getDimSize(0);
-      OpFoldResult n = ShapedType::isDynamic(extent)
-                           ? OpFoldResult(memref::DimOp::create(b, flat, 0))
-                           : OpFoldResult(b.getIndexAttr(extent));
-      auto type = MemRefType::get({1, extent}, flatType.getElementType());
-      return memref::ExpandShapeOp::create(
-          b, type, flat, ArrayRef<ReassociationIndices>{{0, 1}},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), n});
-    }
-    if (rank == 2 && leadingRank == 1)
-      return buffer;
-    ReassociationIndices leading, normalized;
-    for (int64_t dim = 0; dim < rank; ++dim)
-      (dim < leadingRank ? leading : normalized).push_back(dim);
-    return memref::CollapseShapeOp::create(
-        b, buffer, ArrayRef<ReassociationIndices>{leading, normalized});
-  }
-
-  /// `buffer` with all its dims collapsed into one; null stays null.
-  Value flatView(Value buffer) {
-    if (!buffer)
-      return Value();
-    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
-    if (rank == 1)
-      return buffer;
-    ReassociationIndices all;
-    for (int64_t dim = 0; dim < rank; ++dim)
-      all.push_back(dim);
-    return memref::CollapseShapeOp::create(b, buffer,
-                                           ArrayRef<ReassociationIndices>{all});
-  }
-
-  /// `parameter` (a scale or bias of `n` elements; null stays null) in f32:
-  /// a 16-bit one is widened once, into a fresh buffer, rather than for
-  /// every row.
-  Value widenedOnce(Value parameter, Value n) {
-    if (!parameter ||
-        cast<MemRefType>(parameter.getType()).getElementType().isF32())
-      return parameter;
-    Value wide = VectorEmitter::alloc(
-        MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), n);
-    auto widen = [&](Value j, Value mask) {
-      store(load(parameter, j, mask), wide, j, mask);
-    };
-    forEachStep(
-        n, lanes, [&](Value j) { widen(j, Value()); }, widen);
-    return wide;
-  }
-
-  /// Loads the f32 vector of a norm's input at (row, column), under a mask
-  /// if given.
-  using RowLoader = function_ref<Value(Value row, Value column, Value mask)>;
-
-  /// The sum over row `row` of the norm's input of term(x), one f32.
-  Value reduceRow(RowLoader x, Value row, Value n,
-                  function_ref<Value(Value)> term) {
-    return reduce(n, strategy.accumulators,
-                  [&](Value j, Value partial, Value mask) -> Value {
-                    Value contribution = term(x(row, j, mask));
-                    // term(0) need not be 0: masked-off lanes add nothing.
-                    if (mask)
-                      contribution = arith::SelectOp::create(
-                          b, mask, contribution, zeros());
-                    return arith::AddFOp::create(b, partial, contribution);
-                  });
-  }
-
-  /// y[row, :] = compute(x[row, :], column, mask), a vector at a time; the
-  /// last vector of a ragged row is masked.
-  void
-  writeRow(RowLoader x, Value y, Value row, Value n,
-           function_ref<Value(Value x, Value column, Value mask)> compute) {
-    writeCheckedRow(n, cast<MemRefType>(y.getType()).getElementType(),
-                    [&](Value j, Value mask) {
-                      Value value = compute(x(row, j, mask), j, mask);
-                      store(value, y, {row, j}, mask);
-                      return value;
-                    });
-  }
-
-  /// rsqrt(sum / n + epsilon).
-  Value reciprocalRoot(Value sum, Value inverseCount, Value epsilon) {
-    Value mean = arith::MulFOp::create(b, sum, inverseCount);
-    return math::RsqrtOp::create(b, arith::AddFOp::create(b, mean, epsilon));
-  }
-
-  /// The loop over [0, rows), whose `body` builds one row; threaded for
-  /// norms of at least `strategy.minParallelElements` elements.
-  void forEachRow(Value rows, Value n, function_ref<void(Value row)> body) {
-    buildRowLoop(b, rows, arith::MulIOp::create(b, rows, n),
-                 strategy.minParallelElements, strategy.toAttr(b.getContext()),
-                 body);
-  }
-
-private:
-  const CPUNormStrategy &strategy;
-};
-
-/// The product of a norm's normalized extents, when all are static and it
-/// fits in int64_t (past that, the row is treated as of unknown size).
-std::optional<int64_t> staticRowSize(RankedTensorType type,
-                                     int64_t normalizedRank) {
-  std::optional<int64_t> size = 1;
-  for (int64_t extent : type.getShape().take_back(normalizedRank)) {
-    if (ShapedType::isDynamic(extent))
-      return std::nullopt;
-    size = llvm::checkedMul(*size, extent);
-    if (!size)
-      return std::nullopt;
-  }
-  return size;
-}
 
 /// The elementwise linalg.generic that computes `input` for the norm alone
 /// (a fused unit's prologue, such as a residual add), if there is one: all
@@ -467,7 +333,8 @@ struct ConvertFFFNormsToVectorPass
     if (failed(checkVectorBits(getOperation(), vectorBits)))
       return signalPassFailure();
     ConversionTarget target(getContext());
-    target.addIllegalOp<LayerNormOp, RMSNormOp, FusionOp>();
+    target.addIllegalOp<LayerNormOp, RMSNormOp, LayerNormGradOp,
+                        RMSNormGradOp, FusionOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFFFNormsToVectorPatterns(patterns,
@@ -487,4 +354,5 @@ void fff::populateFFFNormsToVectorPatterns(RewritePatternSet &patterns,
   populateInlineFusionPatterns(patterns);
   patterns.add<LayerNormToVector, RMSNormToVector>(patterns.getContext(),
                                                    target);
+  populateFFFNormGradsToVectorPatterns(patterns, target);
 }

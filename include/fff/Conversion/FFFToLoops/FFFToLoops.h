@@ -13,6 +13,10 @@ namespace fff {
 /// buffers (tree ops); see the `convert-fff-to-loops` pass.
 void populateFFFToLoopsPatterns(mlir::RewritePatternSet &patterns);
 
+/// Patterns lowering fff.layer_norm_grad and fff.rms_norm_grad to
+/// linalg.generic ops (part of populateFFFToLoopsPatterns).
+void populateNormGradsToLoopsPatterns(mlir::RewritePatternSet &patterns);
+
 /// The pattern that inlines each fff.fusion unit's body in its place, as the
 /// CPU runs a unit.
 void populateInlineFusionPatterns(mlir::RewritePatternSet &patterns);

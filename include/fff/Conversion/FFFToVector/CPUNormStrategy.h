@@ -33,10 +33,27 @@ struct CPUNormStrategy : CPUVectorShape {
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
 };
 
+/// A norm backward's strategy: the forward's, and how its parameter
+/// gradients are summed over rows.
+struct CPUNormGradStrategy : CPUNormStrategy {
+  /// The most blocks of rows: each block sums its rows' terms of dgamma
+  /// and dbeta in row order into partial sums of its own, and the blocks'
+  /// partial sums are then added in block order. The blocks are fixed by
+  /// the shape alone, so the thread count cannot change a bit.
+  int64_t rowBlocks;
+
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+};
+
 /// Chooses the strategy for rows of `rowSize` elements (nullopt when
 /// dynamic) on `target`.
 CPUNormStrategy selectCPUNormStrategy(std::optional<int64_t> rowSize,
                                       const CPUTarget &target);
+
+/// The same for a norm's backward.
+CPUNormGradStrategy
+selectCPUNormGradStrategy(std::optional<int64_t> rowSize,
+                          const CPUTarget &target);
 
 } // namespace fff
 

@@ -19,6 +19,12 @@ namespace fff {
 void populateFFFNormsToVectorPatterns(mlir::RewritePatternSet &patterns,
                                       const CPUTarget &target);
 
+/// Patterns lowering fff.layer_norm_grad and fff.rms_norm_grad to loops over
+/// blocks of rows of vector code, for `target` (part of
+/// populateFFFNormsToVectorPatterns).
+void populateFFFNormGradsToVectorPatterns(mlir::RewritePatternSet &patterns,
+                                          const CPUTarget &target);
+
 /// Patterns lowering fff.tree_ffn and fff.leaf_tree_ffn to token loops of
 /// vector code over buffers, for `target` and a per-core cache of
 /// `cacheBytes` (0: this host's); see the `convert-fff-trees-to-vector`

@@ -83,21 +83,38 @@ verifyNorm(Operation *op, Value input, float epsilon, int64_t normalizedRank,
 }
 
 /// A norm's contract: each normalized dim of the input (D, or D0, D1, ...
-/// for several), matched by the affine parameters, and not empty.
-ShapeContract normContract(Value input, int64_t normalizedRank,
-                           ArrayRef<std::pair<StringRef, Value>> affineParams) {
+/// for several), matched by the affine parameters, and not empty. A
+/// backward adds `likeInput` (dy, shaped as the input) and `rowStats`
+/// (mean, rstd: the input's leading extents R0, R1, ..., then ones).
+ShapeContract
+normContract(Value input, int64_t normalizedRank,
+             ArrayRef<std::pair<StringRef, Value>> affineParams,
+             ArrayRef<std::pair<StringRef, Value>> likeInput = {},
+             ArrayRef<std::pair<StringRef, Value>> rowStats = {}) {
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  bool tiesRows = !likeInput.empty() || !rowStats.empty();
   SmallVector<std::string> names;
+  for (int64_t i = 0; i < rank - normalizedRank; ++i)
+    names.push_back(tiesRows ? "R" + std::to_string(i) : "");
   for (int64_t i = 0; i < normalizedRank; ++i)
     names.push_back(normalizedRank == 1 ? "D" : "D" + std::to_string(i));
-  SmallVector<StringRef> normalized(names.begin(), names.end());
-  SmallVector<StringRef> inputDims(rank - normalizedRank, "");
-  llvm::append_range(inputDims, normalized);
+  SmallVector<StringRef> inputDims(names.begin(), names.end());
+  ArrayRef<StringRef> normalized =
+      ArrayRef<StringRef>(inputDims).take_back(normalizedRank);
+  SmallVector<StringRef> statsDims(
+      ArrayRef<StringRef>(inputDims).drop_back(normalizedRank));
+  statsDims.append(normalizedRank, "per-row");
 
   ShapeContract contract;
   contract.bind("input", input, inputDims);
+  for (auto [name, value] : likeInput)
+    contract.bind(name, value, inputDims);
   for (auto [name, param] : affineParams)
     contract.bind(name, param, normalized);
+  for (auto [name, value] : rowStats)
+    contract.bind(name, value, statsDims);
+  if (!rowStats.empty())
+    contract.require("per-row", 1, "a per-row statistic");
   for (StringRef symbol : normalized)
     contract.requireAtLeast(symbol, 1, "there is nothing to normalize over");
   return contract;
@@ -178,6 +195,131 @@ ShapeContract RMSNormOp::getShapeContract() {
 LogicalResult RMSNormOp::verify() {
   return verifyNorm(*this, getInput(), getEpsilon().convertToFloat(),
                     getNormalizedRank(), {{"scale", getGamma()}});
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormGradOp and RMSNormGradOp
+//===----------------------------------------------------------------------===//
+
+/// The gradient of a norm's affine parameter: shaped like `gamma` when there
+/// is one, else like the normalized dims of `input`, with the input's
+/// element type.
+static Type paramGradType(RankedTensorType inputType, Value gamma,
+                          int64_t normalizedRank) {
+  if (gamma)
+    return gamma.getType();
+  return RankedTensorType::get(inputType.getShape().take_back(normalizedRank),
+                               inputType.getElementType());
+}
+
+/// dx, then the parameter gradients a norm's backward returns: `withScale`
+/// gives dgamma, `withBias` dbeta.
+static LogicalResult inferNormGradTypes(std::optional<Location> location,
+                                        StringRef opName, Value input,
+                                        Value gamma, int64_t normalizedRank,
+                                        bool withBias,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto inputType = dyn_cast<RankedTensorType>(input.getType());
+  if (!inputType)
+    return emitOptionalError(location, "'", opName,
+                             "' op input must be a ranked tensor");
+  inferred.push_back(inputType);
+  if (!gamma && !withBias)
+    return success();
+  if (failed(checkNormalizedRank(
+          normalizedRank, inputType.getRank(), [&]() -> InFlightDiagnostic {
+            if (location)
+              return mlir::emitError(*location, "'") << opName << "' op ";
+            return InFlightDiagnostic();
+          })))
+    return failure();
+  if (gamma)
+    inferred.push_back(paramGradType(inputType, gamma, normalizedRank));
+  if (withBias)
+    inferred.push_back(paramGradType(inputType, gamma, normalizedRank));
+  return success();
+}
+
+/// What both backward ops check beyond the forward's rules: the statistics'
+/// rank, and (via the contract) their extents.
+static LogicalResult verifyNormGrad(Operation *op, Value input, float epsilon,
+                                    int64_t normalizedRank, Value gamma,
+                                    ArrayRef<std::pair<StringRef, Value>> stats) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  for (auto [name, value] : stats) {
+    if (!value)
+      continue;
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != inputType.getRank())
+      return op->emitOpError()
+             << name << " must have the input's rank " << inputType.getRank()
+             << " (its leading dims, then ones), got " << type.getRank();
+  }
+  return verifyNorm(op, input, epsilon, normalizedRank, {{"scale", gamma}});
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Properties props;
+  if (properties)
+    props = *properties.as<Properties *>();
+  populateDefaultProperties(OperationName(getOperationName(), context), props);
+  LayerNormGradOp::Adaptor adaptor(operands, attributes, props, regions);
+  return inferNormGradTypes(location, getOperationName(), adaptor.getInput(),
+                            adaptor.getGamma(), adaptor.getNormalizedRank(),
+                            adaptor.getBiasGrad(), inferredReturnTypes);
+}
+
+void LayerNormGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getGradInput(), "dx");
+  if (Value gammaGrad = getGammaGrad())
+    setNameFn(gammaGrad, "dgamma");
+  if (Value betaGrad = getBetaGrad())
+    setNameFn(betaGrad, "dbeta");
+}
+
+ShapeContract LayerNormGradOp::getShapeContract() {
+  return normContract(getInput(), getNormalizedRank(), {{"scale", getGamma()}},
+                      {{"grad_output", getGradOutput()}},
+                      {{"mean", getMean()}, {"rstd", getRstd()}});
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNormGrad(*this, getInput(), /*epsilon=*/0.0f,
+                        getNormalizedRank(), getGamma(),
+                        {{"mean", getMean()}, {"rstd", getRstd()}});
+}
+
+LogicalResult RMSNormGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Properties props;
+  if (properties)
+    props = *properties.as<Properties *>();
+  populateDefaultProperties(OperationName(getOperationName(), context), props);
+  RMSNormGradOp::Adaptor adaptor(operands, attributes, props, regions);
+  return inferNormGradTypes(location, getOperationName(), adaptor.getInput(),
+                            adaptor.getGamma(), adaptor.getNormalizedRank(),
+                            /*withBias=*/false, inferredReturnTypes);
+}
+
+void RMSNormGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getGradInput(), "dx");
+  if (Value gammaGrad = getGammaGrad())
+    setNameFn(gammaGrad, "dgamma");
+}
+
+ShapeContract RMSNormGradOp::getShapeContract() {
+  return normContract(getInput(), getNormalizedRank(), {{"scale", getGamma()}},
+                      {{"grad_output", getGradOutput()}}, {{"rstd", getRstd()}});
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  return verifyNormGrad(*this, getInput(), getEpsilon().convertToFloat(),
+                        getNormalizedRank(), getGamma(), {{"rstd", getRstd()}});
 }
 
 //===----------------------------------------------------------------------===//

@@ -128,6 +128,144 @@ def FFF_RMSNormOp : FFF_Op<"rms_norm", [
 }
 
 //===----------------------------------------------------------------------===//
+// Gradients of the normalizations
+//===----------------------------------------------------------------------===//
+
+def FFF_LayerNormGradOp : FFF_Op<"layer_norm_grad", [
+    Pure, AllTypesMatch<["grad_output", "input", "grad_input"]>,
+    AllTypesMatch<["mean", "rstd"]>,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gradient of layer_norm: dx, dgamma and dbeta from dy";
+  let description = [{
+    The vector-Jacobian product of `fff.layer_norm` over the trailing
+    `normalized_rank` dimensions, as `torch.ops.aten.native_layer_norm_backward`
+    computes it. With `mean` and `rstd` those the forward returned
+    (`return_stats`), `xhat = (x - mean) * rstd` and `g = dy * gamma`
+    (`g = dy` without `scale`), each row of N elements gives
+
+    ```
+    dx     = rstd * (g - mean(g) - xhat * mean(g * xhat))
+    dgamma = sum over rows of dy * xhat         (with scale)
+    dbeta  = sum over rows of dy                (with bias_grad)
+    ```
+
+    All arithmetic is in f32. `grad_input` (dx) has the type of `input`;
+    `dgamma` and `dbeta` (the `param_grads`, in that order, each present
+    only when asked for) are shaped like the normalized dims and have the
+    input's element type, as torch's are. Sums over rows are taken in a
+    fixed order: the same bits for any thread count.
+
+    Example:
+
+    ```mlir
+    %dx, %dgamma, %dbeta = fff.layer_norm_grad %dy, %x, %mean, %rstd
+        scale(%g : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+    %dx2 = fff.layer_norm_grad %dy, %x, %mean, %rstd : tensor<?x768xf32>, tensor<?x1xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensor:$grad_output,
+    FFF_FloatTensor:$input,
+    FFF_F32Tensor:$mean,
+    FFF_F32Tensor:$rstd,
+    Optional<FFF_FloatTensor>:$gamma,
+    DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
+    UnitAttr:$bias_grad
+  );
+  let results = (outs
+    FFF_FloatTensor:$grad_input,
+    Variadic<FFF_FloatTensor>:$param_grads
+  );
+
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $mean `,` $rstd
+    (`scale` `(` $gamma^ `:` type($gamma) `)`)?
+    (`bias_grad` $bias_grad^)? (`normalized_rank` $normalized_rank^)?
+    attr-dict `:` type($input) `,` type($mean)
+  }];
+
+  let extraClassDeclaration = [{
+    /// dgamma, or null without `scale`.
+    ::mlir::Value getGammaGrad() {
+      return getGamma() ? getParamGrads()[0] : ::mlir::Value();
+    }
+    /// dbeta, or null without `bias_grad`.
+    ::mlir::Value getBetaGrad() {
+      return getBiasGrad() ? getParamGrads().back() : ::mlir::Value();
+    }
+  }];
+
+  let hasVerifier = 1;
+}
+
+def FFF_RMSNormGradOp : FFF_Op<"rms_norm_grad", [
+    Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["grad_output", "input", "grad_input"]>,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gradient of rms_norm: dx and dgamma from dy";
+  let description = [{
+    The vector-Jacobian product of `fff.rms_norm` over the trailing
+    `normalized_rank` dimensions. With `rstd = rsqrt(mean(x^2) + epsilon)`
+    per row, `xhat = x * rstd` and `g = dy * gamma` (`g = dy` without
+    `scale`):
+
+    ```
+    dx     = rstd * (g - xhat * mean(g * xhat))
+    dgamma = sum over rows of dy * xhat         (with scale)
+    ```
+
+    `rstd`, f32 and shaped like `layer_norm`'s statistics (the leading dims,
+    then `normalized_rank` ones), is optional: without it the op computes it
+    from `x` and `epsilon` in the pass over each row that also sums
+    `g * x`, so that the forward need not store it. All arithmetic is in
+    f32; `grad_input` (dx) has the type of `input`, and `dgamma` (the one
+    `param_grads` result, with `scale`) is shaped like `gamma` with the
+    input's element type. Sums over rows are taken in a fixed order.
+
+    Example:
+
+    ```mlir
+    %dx, %dgamma = fff.rms_norm_grad %dy, %x scale(%g : tensor<4096xbf16>)
+        {epsilon = 1.0e-06 : f32} : tensor<?x4096xbf16>
+    %dx2 = fff.rms_norm_grad %dy, %x rstd(%r : tensor<?x1xf32>) : tensor<?x4096xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensor:$grad_output,
+    FFF_FloatTensor:$input,
+    Optional<FFF_F32Tensor>:$rstd,
+    Optional<FFF_FloatTensor>:$gamma,
+    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+    DefaultValuedAttr<I64Attr, "1">:$normalized_rank
+  );
+  let results = (outs
+    FFF_FloatTensor:$grad_input,
+    Variadic<FFF_FloatTensor>:$param_grads
+  );
+
+  let assemblyFormat = [{
+    $grad_output `,` $input (`rstd` `(` $rstd^ `:` type($rstd) `)`)?
+    (`scale` `(` $gamma^ `:` type($gamma) `)`)?
+    (`normalized_rank` $normalized_rank^)? attr-dict `:` type($input)
+  }];
+
+  let extraClassDeclaration = [{
+    /// dgamma, or null without `scale`.
+    ::mlir::Value getGammaGrad() {
+      return getGamma() ? getParamGrads()[0] : ::mlir::Value();
+    }
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Tree-structured conditional feedforward layers
 //===----------------------------------------------------------------------===//
 
