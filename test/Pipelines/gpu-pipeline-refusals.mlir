@@ -59,3 +59,4 @@ func.func @unregistered(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // The dialect's own op tests, with their unregistered ops (a segfault
 // before); their dynamic tree count has no kernel.
 // OPS: error: 'fff.tree_ffn' op has no GPU kernel for a dynamic number of trees; use --fff-cpu-pipeline
+

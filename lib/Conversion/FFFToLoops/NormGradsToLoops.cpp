@@ -237,9 +237,15 @@ SmallVector<Value> parameterGradients(GradSpace &space,
         return terms;
       });
   SmallVector<Value> narrowed;
-  for (auto [value, result] : llvm::zip_equal(wide, gradResults))
-    narrowed.push_back(space.narrowParameter(
-        value, cast<RankedTensorType>(result.getType())));
+  for (auto [value, result] : llvm::zip_equal(wide, gradResults)) {
+    // The sums have the input's normalized extents, the result may have
+    // gamma's (static where the input's are dynamic).
+    auto type = cast<RankedTensorType>(result.getType());
+    Value gradient = space.narrowParameter(value, type);
+    if (gradient.getType() != type)
+      gradient = tensor::CastOp::create(b, type, gradient);
+    narrowed.push_back(gradient);
+  }
   return narrowed;
 }
 

@@ -174,27 +174,26 @@ private:
   /// The flat [n] buffer as the result tensor of `type` (the normalized
   /// shape).
   Value reshape(Value flat, RankedTensorType type) {
-    Value view = flat;
-    if (type.getRank() != 1) {
-      SmallVector<OpFoldResult> sizes;
-      for (int64_t dim = 0; dim < type.getRank(); ++dim)
-        sizes.push_back(
-            type.isDynamicDim(dim)
-                ? OpFoldResult(
-                      memref::DimOp::create(b, xBuffer, leadingRank + dim)
-                          .getResult())
-                : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
-      ReassociationIndices all;
-      for (int64_t dim = 0; dim < type.getRank(); ++dim)
-        all.push_back(dim);
-      view = memref::ExpandShapeOp::create(
-          b, MemRefType::get(type.getShape(), type.getElementType()), flat,
-          ArrayRef<ReassociationIndices>{all}, sizes);
-    } else if (cast<MemRefType>(flat.getType()).getShape() !=
-               type.getShape()) {
-      view = memref::CastOp::create(
-          b, MemRefType::get(type.getShape(), type.getElementType()), flat);
-    }
+    Type element = type.getElementType();
+    if (type.hasStaticShape())
+      flat = memref::CastOp::create(
+          b, MemRefType::get({type.getNumElements()}, element), flat);
+    if (type.getRank() == 1)
+      return emit.toTensor(flat, type);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      sizes.push_back(
+          type.isDynamicDim(dim)
+              ? OpFoldResult(
+                    memref::DimOp::create(b, xBuffer, leadingRank + dim)
+                        .getResult())
+              : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
+    ReassociationIndices all;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      all.push_back(dim);
+    Value view = memref::ExpandShapeOp::create(
+        b, MemRefType::get(type.getShape(), element), flat,
+        ArrayRef<ReassociationIndices>{all}, sizes);
     return emit.toTensor(view, type);
   }
 };

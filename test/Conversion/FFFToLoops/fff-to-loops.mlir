@@ -97,3 +97,43 @@ func.func @leaf_tree_ffn(%x: tensor<?x8xf32>, %nw: tensor<3x8xf32>, %nb: tensor<
          : tensor<?x8xf32>, tensor<3x8xf32>, tensor<3xf32>, tensor<4x8x2xf32>, tensor<4x2xf32>, tensor<4x2x5xf32>, tensor<4x5xf32>
   return %y : tensor<?x5xf32>
 }
+
+// -----
+
+// layer_norm_grad: one generic for the rows' sum(g) and sum(g * xhat) (the
+// statistics read at (row, 0)), one for dx, narrowed to bf16, and one for
+// dgamma and dbeta that reduces over the rows, each then narrowed.
+// CHECK-DAG:   #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG:   #[[STAT:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG:   #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG:   #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func @layer_norm_grad
+// CHECK-NOT:     fff.
+// CHECK:         %[[SUMS:.*]]:2 = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[STAT]], #[[STAT]], #[[COL]], #[[ROW]], #[[ROW]]], iterator_types = ["parallel", "reduction"]}
+// CHECK:         %[[DX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUMS]]#0, %[[SUMS]]#1 :
+// CHECK:           arith.truncf {{.*}} : f32 to bf16
+// CHECK:         %[[PARAMS:.*]]:2 = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[STAT]], #[[STAT]], #[[COL]], #[[COL]]], iterator_types = ["reduction", "parallel"]}
+// CHECK:         %[[DG:.*]] = linalg.generic {{.*}} ins(%[[PARAMS]]#0 : tensor<768xf32>) outs(%{{.*}} : tensor<768xbf16>)
+// CHECK:         %[[DB:.*]] = linalg.generic {{.*}} ins(%[[PARAMS]]#1 : tensor<768xf32>) outs(%{{.*}} : tensor<768xbf16>)
+// CHECK:         return %[[DX]], %[[DG]], %[[DB]]
+func.func @layer_norm_grad(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xbf16>)
+    -> (tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>) {
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+  return %dx, %dg, %db : tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>
+}
+
+// -----
+
+// rms_norm_grad without rstd recomputes it as the forward does: sum(x^2),
+// rsqrt(mean + epsilon) per row, then sum(g * xhat) and dx.
+// CHECK-LABEL: func @rms_norm_grad
+// CHECK:         %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<?x768xf32>)
+// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SQ]] : tensor<?xf32>)
+// CHECK:           math.rsqrt
+// CHECK:         %[[GX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %{{.*}}, %[[RSTD]] :
+// CHECK:         %[[DX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}}, %[[RSTD]], %[[GX]] :
+// CHECK:         return %[[DX]]
+func.func @rms_norm_grad(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>) -> tensor<?x768xf32> {
+  %dx = fff.rms_norm_grad %dy, %x : tensor<?x768xf32>
+  return %dx : tensor<?x768xf32>
+}

@@ -183,6 +183,92 @@ func.func @norm_unknown_keyword(%x: tensor<4x8xf32>) {
   return
 }
 
+// -----
+
+//===----------------------------------------------------------------------===//
+// layer_norm_grad / rms_norm_grad
+//===----------------------------------------------------------------------===//
+
+func.func @grad_stats_rank(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %m: tensor<4xf32>) {
+  // expected-error @+1 {{'fff.layer_norm_grad' op mean must have the input's rank 2 (its leading dims, then ones), got 1}}
+  %0 = fff.layer_norm_grad %dy, %x, %m, %m : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @grad_stats_rows(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %m: tensor<5x1xf32>) {
+  // expected-error @+1 {{'fff.layer_norm_grad' op mean dim 0 (R0) is 5, but input dim 0 requires 4}}
+  %0 = fff.layer_norm_grad %dy, %x, %m, %m : tensor<4x8xf32>, tensor<5x1xf32>
+  return
+}
+
+// -----
+
+func.func @grad_stats_not_per_row(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %m: tensor<4x2xf32>) {
+  // expected-error @+1 {{'fff.layer_norm_grad' op mean dim 1 (per-row) is 2, but a per-row statistic requires 1}}
+  %0 = fff.layer_norm_grad %dy, %x, %m, %m : tensor<4x8xf32>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @grad_dy_type(%dy: tensor<4x8xf16>, %x: tensor<4x8xf32>, %m: tensor<4x1xf32>) {
+  // expected-error @+1 {{'fff.layer_norm_grad' op failed to verify that all of {grad_output, input, grad_input} have same type}}
+  %0 = "fff.layer_norm_grad"(%dy, %x, %m, %m) : (tensor<4x8xf16>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @grad_scale_extent(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %m: tensor<4x1xf32>, %g: tensor<7xf32>) {
+  // expected-error @+1 {{'fff.layer_norm_grad' op scale dim 0 (D) is 7, but input dim 1 requires 8}}
+  %0:2 = fff.layer_norm_grad %dy, %x, %m, %m scale(%g : tensor<7xf32>) : tensor<4x8xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @grad_normalized_rank(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %m: tensor<4x1xf32>) {
+  // expected-error @+1 {{'fff.layer_norm_grad' op normalized_rank must be in [1, 2] (the input rank), got 0}}
+  %0:2 = fff.layer_norm_grad %dy, %x, %m, %m bias_grad normalized_rank 0 : tensor<4x8xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @rms_grad_epsilon(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'fff.rms_norm_grad' op epsilon must be finite and non-negative, got -1}}
+  %0 = fff.rms_norm_grad %dy, %x {epsilon = -1.0 : f32} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_grad_rstd_type(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %r: tensor<4x1xf16>) {
+  // expected-error @+1 {{'fff.rms_norm_grad' op operand #2 must be ranked tensor of 32-bit float values, but got 'tensor<4x1xf16>'}}
+  %0 = fff.rms_norm_grad %dy, %x rstd(%r : tensor<4x1xf16>) : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_grad_scale_type(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %g: tensor<8xf16>) {
+  // expected-error @+1 {{'fff.rms_norm_grad' op scale element type 'f16' does not match input element type 'f32'}}
+  %0:2 = fff.rms_norm_grad %dy, %x scale(%g : tensor<8xf16>) : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_grad_empty_rows(%dy: tensor<4x0xf32>, %x: tensor<4x0xf32>) {
+  // expected-error @+1 {{'fff.rms_norm_grad' op input dim 1 (D) is 0, but must be at least 1: there is nothing to normalize over}}
+  %0 = fff.rms_norm_grad %dy, %x : tensor<4x0xf32>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // tree_ffn
 //===----------------------------------------------------------------------===//

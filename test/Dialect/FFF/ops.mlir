@@ -147,3 +147,20 @@ func.func @fusion_forms(%x: tensor<?x768xf32>, %r: tensor<?x768xf32>, %g: tensor
   } -> tensor<?x768xf32>, tensor<?x768xf32>
   return %sum, %y : tensor<?x768xf32>, tensor<?x768xf32>
 }
+
+// CHECK-LABEL: func @norm_grad_forms
+func.func @norm_grad_forms(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xbf16>) {
+  // CHECK: %dx, %dgamma, %dbeta = fff.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale(%{{.*}} : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+  // CHECK: %dx_0 = fff.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x768xbf16>, tensor<?x1xf32>
+  %dx2 = fff.layer_norm_grad %dy, %x, %m, %r : tensor<?x768xbf16>, tensor<?x1xf32>
+  // Without scale, dbeta has the input's normalized shape.
+  // CHECK: %dx_1, %dbeta_2 = fff.layer_norm_grad %{{.*}} bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+  %dx3, %db3 = fff.layer_norm_grad %dy, %x, %m, %r bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+  // CHECK: %dx_3, %dgamma_4 = fff.rms_norm_grad %{{.*}}, %{{.*}} scale(%{{.*}} : tensor<768xbf16>) {epsilon = 9.99999997E-7 : f32} : tensor<?x768xbf16>
+  %dx4, %dg4 = fff.rms_norm_grad %dy, %x scale(%g : tensor<768xbf16>) {epsilon = 1.0e-06 : f32} : tensor<?x768xbf16>
+  // CHECK: fff.rms_norm_grad %{{.*}}, %{{.*}} rstd(%{{.*}} : tensor<?x1xf32>) : tensor<?x768xbf16>
+  %dx5 = fff.rms_norm_grad %dy, %x rstd(%r : tensor<?x1xf32>) : tensor<?x768xbf16>
+  "test.use"(%dx, %dg, %db, %dx2, %dx3, %db3, %dx4, %dg4, %dx5) : (tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>, tensor<?x768xbf16>, tensor<?x768xbf16>, tensor<768xbf16>, tensor<?x768xbf16>, tensor<768xbf16>, tensor<?x768xbf16>) -> ()
+  return
+}

@@ -1,0 +1,154 @@
+# layer_norm_grad and rms_norm_grad through --fff-cpu-pipeline and fff-run,
+# against torch.autograd's gradients of torch's own layer_norm and rms_norm
+# in float64, on seeded random data: the vector lowering at this host's
+# vector width and at 256 and 128 bits, the reference lowering
+# (fff-run --reference), every float type, odd widths and tails, dynamic
+# extents, two normalized dims; and dgamma/dbeta bitwise the same for any
+# thread count.
+#
+# REQUIRES: numpy, torch
+# RUN: %python %s | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+
+import numpy as np
+import torch
+
+from fffcheck import TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+
+rng = np.random.default_rng(20261202)
+check = Checker()
+
+
+def torch_grads(kind, x, dy, g, b, eps, normalized_rank):
+    """dx, dgamma, dbeta (None where absent) of torch's norm in float64."""
+    shape = x.shape[x.ndim - normalized_rank:]
+    xt = torch.tensor(x, requires_grad=True)
+    gt = None if g is None else torch.tensor(g, requires_grad=True)
+    bt = None if b is None else torch.tensor(b, requires_grad=True)
+    if kind == "layer_norm":
+        y = torch.nn.functional.layer_norm(xt, shape, gt, bt, eps)
+    else:
+        y = torch.nn.functional.rms_norm(xt, shape, gt, eps)
+    y.backward(torch.tensor(dy))
+    return [None if t is None else t.grad.numpy() for t in (xt, gt, bt)]
+
+
+def stats(x, eps, normalized_rank, kind):
+    """The forward's mean and rstd in f32, as the op takes them."""
+    axes = tuple(range(x.ndim - normalized_rank, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    if kind == "layer_norm":
+        var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    else:
+        var = (x * x).mean(axis=axes, keepdims=True)
+    return mean.astype(np.float32), (1.0 / np.sqrt(var + eps)).astype(np.float32)
+
+
+def scale_of(expected, floor):
+    """The norm an error is measured against: the expected gradient's, but at
+    least `floor`'s. A gradient that cancels in exact arithmetic (a row of
+    one element: dx of a LayerNorm is 0, of an RMSNorm
+    rstd * g * eps / (x^2 + eps)) is then judged against the magnitudes of
+    the terms that cancel, which is all f32 arithmetic can promise."""
+    return np.array([max(np.linalg.norm(expected), np.linalg.norm(floor))])
+
+
+def check_grads(dtype, shape, static_shape, normalized_rank, offset=0.0, flags=()):
+    """Every form of both backward ops on one input."""
+    x_arr, x = quantize(rng.standard_normal(shape) * 2.0 + offset, dtype)
+    dy_arr, dy = quantize(rng.standard_normal(shape), dtype)
+    param_shape = shape[-normalized_rank:]
+    g_arr, g = quantize(rng.standard_normal(param_shape), dtype)
+    xt, pt = tensor_type(static_shape, dtype), tensor_type(param_shape, dtype)
+    # Without a scale, dbeta's type has the input's normalized extents.
+    qt = tensor_type(static_shape[-normalized_rank:], dtype)
+    stats_shape = list(static_shape[:-normalized_rank]) + [1] * normalized_rank
+    st = tensor_type(stats_shape, "f32")
+    nr = f"normalized_rank {normalized_rank}"
+    mean, rstd = stats(x, 1e-5, normalized_rank, "layer_norm")
+    _, rms_rstd = stats(x, 1e-6, normalized_rank, "rms_norm")
+    mlir = f"""
+func.func @grads(%dy: {xt}, %x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt}, %rms_rstd: {st})
+    -> ({xt}, {pt}, {pt}, {xt}, {qt}, {xt}, {xt}, {pt}, {xt}) {{
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %mean, %rstd scale(%g : {pt}) bias_grad {nr} : {xt}, {st}
+  %dx_plain, %db_plain = fff.layer_norm_grad %dy, %x, %mean, %rstd bias_grad {nr} : {xt}, {st}
+  %dx_bare = fff.layer_norm_grad %dy, %x, %mean, %rstd {nr} : {xt}, {st}
+  %rdx, %rdg = fff.rms_norm_grad %dy, %x scale(%g : {pt}) {nr} {{epsilon = 1.0e-06 : f32}} : {xt}
+  %rdx_given = fff.rms_norm_grad %dy, %x rstd(%rms_rstd : {st}) {nr} : {xt}
+  return %dx, %dg, %db, %dx_plain, %db_plain, %dx_bare, %rdx, %rdg, %rdx_given
+      : {xt}, {pt}, {pt}, {xt}, {qt}, {xt}, {xt}, {pt}, {xt}
+}}"""
+    results = run(mlir, "grads", [dy_arr, x_arr, mean, rstd, g_arr, rms_rstd], 9, extra_flags=flags)
+    dx, dg, db, dx_plain, db_plain, dx_bare, rdx, rdg, rdx_given = (dequantize(r, dtype) for r in results)
+    name = f"{dtype} {list(shape)} normalized_rank={normalized_rank} offset={offset} {' '.join(flags)}"
+    # The statistics are f32 and dy, x are rounded to the type: the error is
+    # the f32 arithmetic's plus one rounding of each result.
+    tol = max(TOLERANCE[dtype], 1e-4 if offset else 2e-5)
+    b = np.zeros(param_shape)
+    leading = tuple(range(x.ndim - normalized_rank))
+    # Floors (see scale_of): the magnitude of dx's terms, and 1e-3 of that
+    # of dgamma's (whose terms, of random sign, sum to about sqrt(rows) of it).
+    dx_terms, dx_terms_plain = np.abs(dy * g) * rstd, np.abs(dy) * rstd
+    dg_terms = 1e-3 * (np.abs(dy) * (np.abs(x) + np.abs(mean)) * rstd).sum(axis=leading)
+
+    def close(what, actual, expected, floor):
+        check.close(f"{what} {name}", actual, expected, tol, scale=scale_of(expected, floor))
+
+    ref = torch_grads("layer_norm", x, dy, g, b, 1e-5, normalized_rank)
+    close("layer_norm_grad dx", dx, ref[0], dx_terms)
+    close("layer_norm_grad dgamma", dg, ref[1], dg_terms)
+    close("layer_norm_grad dbeta", db, ref[2], ref[2])
+    ref = torch_grads("layer_norm", x, dy, None, b, 1e-5, normalized_rank)
+    close("layer_norm_grad (no scale) dx", dx_plain, ref[0], dx_terms_plain)
+    close("layer_norm_grad (no scale) dbeta", db_plain, ref[2], ref[2])
+    ref = torch_grads("layer_norm", x, dy, None, None, 1e-5, normalized_rank)
+    close("layer_norm_grad (no affine) dx", dx_bare, ref[0], dx_terms_plain)
+    ref = torch_grads("rms_norm", x, dy, g, None, 1e-6, normalized_rank)
+    close("rms_norm_grad dx", rdx, ref[0], np.abs(dy * g) * rms_rstd)
+    close("rms_norm_grad dgamma", rdg, ref[1], 1e-3 * np.abs(dy * x * rms_rstd).sum(axis=leading))
+    ref = torch_grads("rms_norm", x, dy, None, None, 1e-6, normalized_rank)
+    close("rms_norm_grad (rstd given) dx", rdx_given, ref[0], np.abs(dy) * rms_rstd)
+
+
+for flags in [(), ("--reference",)]:
+    for dtype in ("f32", "f16", "bf16"):
+        for hidden in (1, 3, 127, 768, 1000):
+            check_grads(dtype, (1, hidden), (1, hidden), 1, flags=flags)
+            check_grads(dtype, (37, hidden), (None, hidden), 1, flags=flags)
+        # Two normalized dims of a 3-D input with a dynamic batch, and
+        # everything dynamic.
+        check_grads(dtype, (5, 4, 96), (None, 4, 96), 2, flags=flags)
+        check_grads(dtype, (9, 300), (None, None), 1, flags=flags)
+    # A large common offset, and more rows than row blocks (64).
+    check_grads("f32", (16, 768), (None, 768), 1, offset=100.0, flags=flags)
+    check_grads("f32", (203, 64), (None, 64), 1, flags=flags)
+    # normalized_rank equal to the rank: one row.
+    check_grads("f32", (6, 50), (6, 50), 2, flags=flags)
+for bits in (256, 128):
+    for dtype in ("f32", "bf16"):
+        for hidden in (3, 100, 1000):
+            check_grads(dtype, (7, hidden), (None, hidden), 1, flags=(f"--vector-bits={bits}",))
+
+# Backward ops large enough to split their row blocks across threads: the
+# same bits from one thread as from two or all cores.
+for dtype, shape, static in [("f32", (1500, 768), (None, 768)), ("bf16", (700, 4, 300), (None, 4, 300))]:
+    x_arr, x = quantize(rng.standard_normal(shape), dtype)
+    dy_arr, _ = quantize(rng.standard_normal(shape), dtype)
+    g_arr, _ = quantize(rng.standard_normal(shape[1:]), dtype)
+    nrank = len(shape) - 1
+    mean, rstd = stats(x, 1e-5, nrank, "layer_norm")
+    xt, pt = tensor_type(static, dtype), tensor_type(shape[1:], dtype)
+    st = tensor_type([None] + [1] * nrank, "f32")
+    mlir = f"""
+func.func @grads(%dy: {xt}, %x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt}) -> ({xt}, {pt}, {pt}, {xt}, {pt}) {{
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %mean, %rstd scale(%g : {pt}) bias_grad normalized_rank {nrank} : {xt}, {st}
+  %rdx, %rdg = fff.rms_norm_grad %dy, %x scale(%g : {pt}) normalized_rank {nrank} : {xt}
+  return %dx, %dg, %db, %rdx, %rdg : {xt}, {pt}, {pt}, {xt}, {pt}
+}}"""
+    args = [dy_arr, x_arr, mean, rstd, g_arr]
+    one = run(mlir, "grads", args, 5, extra_flags=("--threads=1",))
+    for threads in ("2", "0"):
+        many = run(mlir, "grads", args, 5, extra_flags=("--threads", threads))
+        for name, a, b in zip(("dx", "dgamma", "dbeta", "rms dx", "rms dgamma"), one, many):
+            check.equal(f"{name} {dtype} {list(shape)}: --threads {threads} gives --threads 1's bits", b, a)
+check.finish()

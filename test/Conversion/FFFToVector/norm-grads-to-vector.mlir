@@ -1,0 +1,53 @@
+// RUN: fff-opt %s --convert-fff-norms-to-vector="vector-bits=512 integer-bf16" | FileCheck %s
+
+// A LayerNorm backward over rows of 768 f32. The rows fall into
+// max(1, min(rows, 64)) blocks of ceil(rows / blocks) rows, a function of the
+// shape alone; each block (threaded from 2^17 elements, the strategy
+// recorded on the loop) zeroes its partial dgamma and dbeta rows, then for
+// each of its rows sums g and g * xhat over the row, writes dx and adds the
+// row's dy * xhat and dy into its partials. The partial rows are then summed
+// in block order, a vector of columns at a time.
+// CHECK-LABEL: func.func @layer_norm_grad
+// CHECK:         %[[FEWER:.*]] = arith.minui %[[ROWS:.*]], %c64
+// CHECK:         %[[BLOCKS:.*]] = arith.maxui %c1{{.*}}, %[[FEWER]]
+// CHECK:         %[[PER_BLOCK:.*]] = arith.ceildivui %[[ROWS]], %[[BLOCKS]]
+// CHECK:         %[[DGAMMA_PARTS:.*]] = memref.alloc(%[[BLOCKS]], %{{.*}}) {alignment = 64 : i64} : memref<?x?xf32>
+// CHECK:         %[[DBETA_PARTS:.*]] = memref.alloc(%[[BLOCKS]], %{{.*}}) {alignment = 64 : i64} : memref<?x?xf32>
+// CHECK:         scf.if
+// CHECK:           scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
+// CHECK:             %[[FIRST:.*]] = arith.muli %[[BLOCK]], %[[PER_BLOCK]]
+// CHECK:             vector.store %{{.*}}, %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:             vector.store %{{.*}}, %[[DBETA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:             scf.for %[[ROW:.*]] = %[[FIRST]] to
+// CHECK:               scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:               vector.store %{{.*}}, %{{.*}}[%[[ROW]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK:               %[[PART:.*]] = vector.load %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:               %[[SUM:.*]] = arith.addf %[[PART]], %{{.*}} : vector<16xf32>
+// CHECK:               vector.store %[[SUM]], %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, row_blocks = 64 : i64, vector_bits = 512 : i64}}
+// CHECK:         } else {
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[BLOCKS]]
+// CHECK:         %[[DGAMMA:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xf32>
+// CHECK:         scf.for %[[J:.*]] =
+// CHECK:           %[[TOTAL:.*]] = scf.for %[[K:.*]] = %{{.*}} to %[[BLOCKS]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16xf32>)
+// CHECK:             vector.load %[[DGAMMA_PARTS]][%[[K]], %[[J]]]
+// CHECK:           vector.store %[[TOTAL]], %[[DGAMMA]][%[[J]]]
+// CHECK:         memref.cast %[[DGAMMA]] : memref<?xf32> to memref<768xf32>
+// CHECK:         return
+func.func @layer_norm_grad(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xf32>)
+    -> (tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>) {
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xf32>) bias_grad : tensor<?x768xf32>, tensor<?x1xf32>
+  return %dx, %dg, %db : tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>
+}
+
+// An RMSNorm backward without rstd and without scale: one pass sums x^2 and
+// dy * x (two sums of four accumulators), rstd follows; no partials.
+// CHECK-LABEL: func.func @rms_norm_grad
+// CHECK-NOT:     memref<?x?xf32>
+// CHECK:         scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:         math.rsqrt
+// CHECK:         return
+func.func @rms_norm_grad(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>) -> tensor<?x768xf32> {
+  %dx = fff.rms_norm_grad %dy, %x : tensor<?x768xf32>
+  return %dx : tensor<?x768xf32>
+}
