@@ -8,7 +8,9 @@
     layer = fff.torch.LeafTreeFFN.from_fastfeedforward(fff_module)
 
 Importing it registers the backend "fff" and the custom ops fff::tree_ffn,
-fff::leaf_tree_ffn, fff::tree_sublayer and fff::region. See docs/PyTorch.md.
+fff::leaf_tree_ffn, fff::tree_sublayer, fff::region, and the trained norms
+fff::layer_norm_train and fff::rms_norm_train with their backward ops. See
+docs/PyTorch.md.
 """
 
 import atexit
@@ -16,7 +18,7 @@ import gc
 
 from torch._dynamo import register_backend as _register_backend
 
-from . import _layers, _regions
+from . import _layers, _regions, _training
 from ._backend import backend, check_options, explain
 from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
 from ._report import Region, Report
@@ -37,6 +39,7 @@ def _release_executables():
     # objects still alive then as leaks).
     _regions.release_executables()
     _layers.release_executables()
+    _training.release_executables()
     gc.collect()
 
 

@@ -4,6 +4,7 @@ sublayers) and the rest, which the fallback compiles (Inductor, or eager).
 Each region runs as one fff call (fff::region, fff::tree_sublayer), so that
 the fallback sees it as one opaque op."""
 
+import collections
 import functools
 import operator
 
@@ -13,9 +14,10 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
-from ._regions import LOCK, Refused, compile_region
+from ._regions import LOCK, Refused, compile_region, exact_norm
 from ._report import Report
 from ._sublayers import take_region_sublayers, take_tree_sublayers
+from ._trained_norms import is_trained_norm, replace_with_trained_norm, take_trained_norms
 
 # A region may hold the ops norms are written with in model code (_NORMS,
 # _REDUCTIONS, arithmetic) and the pointwise work next to them that fff
@@ -57,12 +59,14 @@ class _RegionOps(OperatorSupportBase):
     """Which of Dynamo's nodes a region may hold. A region computes new
     values and writes into none: fff's code returns new tensors."""
 
-    def __init__(self, gm):
+    def __init__(self, gm, excluded=(), training=False):
         super().__init__()
         self.written = _written_in_place(gm)
+        self.excluded = set(excluded)
+        self.training = training
 
     def is_node_supported(self, submodules, node):
-        if node.op not in ("call_function", "call_method"):
+        if node.op not in ("call_function", "call_method") or node in self.excluded:
             return False
         name = op_name(node)
         if name == "getitem":
@@ -74,6 +78,11 @@ class _RegionOps(OperatorSupportBase):
             return False
         if name in _IN_PLACE and not writes_unseen(node):
             return False
+        if self.training and name in ("add", "iadd") and _adds_alike(node):
+            # A norm's formula adds eps or a bias, never two tensors of one
+            # shape: that is a residual add, whose gradient the fallback
+            # gives in a training graph (fff's trained norms are the norm).
+            return False
         if name in _MAY_ALIAS and (node in self.written or node.args[0] in self.written):
             # Where torch's result is its input, a write into one is seen in
             # the other; fff's result would be apart.
@@ -81,6 +90,13 @@ class _RegionOps(OperatorSupportBase):
         value = example_value(node)
         values = value if isinstance(value, tuple) else (value,)
         return all(_is_float_tensor(v) for v in values)
+
+
+def _adds_alike(node):
+    """Whether `node` adds two tensors of one shape."""
+    values = [example_value(a) for a in node.args[:2] if isinstance(a, torch.fx.Node)]
+    return len(values) == 2 and all(isinstance(v, torch.Tensor) for v in values) and \
+        values[0].shape == values[1].shape
 
 
 def _has_norm(nodes):
@@ -110,6 +126,49 @@ def _connected_parts(partition):
     return [Partition(nodes=part) for part in parts.values()]
 
 
+def _norm_core(partition):
+    """The part of a region proposed in a training graph that may be one
+    norm: without the work before it whose values other ops read too (the
+    residual add before LLaMA's hand-written RMSNorm), so that the norm
+    alone is left. A value that leaves the region and feeds another that
+    leaves it is such work: it goes, and all it is computed from."""
+    nodes = set(partition.nodes)
+    leaving = {n for n in nodes if any(user not in nodes for user in n.users)}
+
+    def reach(start, step):
+        seen, stack = set(), [start]
+        while stack:
+            for other in step(stack.pop()):
+                if other in nodes and other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+        return seen
+
+    peeled = set()
+    for value in leaving:
+        if reach(value, lambda n: n.users) & leaving:
+            peeled |= {value} | reach(value, lambda n: n.all_input_nodes)
+    return Partition(nodes=[n for n in partition.nodes if n not in peeled])
+
+
+def _take_trained_region(gm, node, index, inner, report):
+    """In a training graph, the region `node` calls, compiled as region
+    `index`, becomes the trained op of its norm where raising found it to
+    be exactly one norm of its inputs."""
+    norm = exact_norm(index)
+    if norm is None:
+        for n in inner:
+            report.leave(n, "in a training graph fff takes a norm written out in ops only where the region is "
+                         "exactly the norm: this one computes more")
+        return False
+    inputs = list(node.args)
+    weight, bias = (None if i is None else inputs[i] for i in (norm.weight, norm.bias))
+    outputs = _outputs(getattr(gm, node.target))
+    results = [u for u in node.users] if isinstance(outputs, (tuple, list)) else [node]
+    return replace_with_trained_norm(gm, node, results, norm.kind, inputs[norm.x], weight, bias, 1, norm.eps,
+                                     inner, report)
+
+
 def _outputs(module):
     return next(n for n in module.graph.nodes if n.op == "output").args[0]
 
@@ -127,9 +186,10 @@ def _note_results(gm, node):
             user.meta["example_value"] = example_value(outputs[user.args[1]])
 
 
-def _take_region(gm, node, report):
+def _take_region(gm, node, report, training=False):
     """Compiles the fused region `node` calls; on success, replaces the call
-    with fff::region and returns True."""
+    with fff::region (in a training graph, where the region is exactly one
+    norm, with the norm's trained op) and returns True."""
     module = getattr(gm, node.target)
     inner = [n for n in module.graph.nodes if n.op in ("call_function", "call_method")]
     values = [example_value(a) for a in node.args]
@@ -141,6 +201,8 @@ def _take_region(gm, node, report):
         for n in inner:
             report.leave(n, f"its region was refused: {refusal}")
         return False
+    if training:
+        return _take_trained_region(gm, node, index, inner, report)
     report.take("fff::region", raised, inner, index=index)
     outputs = _outputs(module)
     with gm.graph.inserting_after(node):
@@ -218,16 +280,19 @@ def _take_regions(gm, example_inputs, fallback, report):
     report.fallback, report.grad = fallback, torch.is_grad_enabled()
     nodes = _compute_nodes(gm)
     report.ops += len(nodes)
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
-        for n in nodes:
-            report.leave(n, f"the graph needs gradients, which fff's regions do not give: all of it goes to {fallback}")
-        return
     devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
     if devices - {"cpu"}:
         # fff's regions run on the CPU JIT; its CUDA route is the tree ops'.
         for n in nodes:
             report.leave(n, f"the graph runs on {', '.join(sorted(devices - {'cpu'}))}, and fff's backend takes "
                          f"CPU graphs: all of it goes to {fallback}")
+        return
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
+        # A training graph: its norms, forward and backward, run on fff's
+        # kernels; everything else, and its gradient, is the fallback's.
+        report.training = True
+        refused = take_trained_norms(gm, report)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, training=True, reported=refused)
         return
     take_tree_sublayers(gm, report)
     nodes = _compute_nodes(gm)
@@ -238,17 +303,26 @@ def _take_regions(gm, example_inputs, fallback, report):
             report.take(f"fff::{op_name(n)}", [op_name(n)], [n])
 
 
-def _take_norm_regions(gm, nodes, fallback, report):
+def _take_norm_regions(gm, nodes, fallback, report, training=False, reported=()):
     """Puts fff::region in place of each region of a norm and its pointwise
-    neighbours that fff compiles."""
-    partitioner = CapabilityBasedPartitioner(gm, _RegionOps(gm), allows_single_node_partition=True)
-    partitions = [part for p in partitioner.propose_partitions() for part in _connected_parts(p)]
+    neighbours that fff compiles, leaving out the nodes already `reported`
+    as left. In a training graph, a region is only the
+    norm (see _norm_core), and it is taken where raising finds it to be
+    exactly one norm of its inputs."""
+    partitioner = CapabilityBasedPartitioner(gm, _RegionOps(gm, reported, training),
+                                             allows_single_node_partition=True)
+    proposed = [part for p in partitioner.propose_partitions() for part in _connected_parts(p)]
+    partitions = [_norm_core(p) for p in proposed] if training else proposed
     regions = [p for p in partitions if _has_norm(p.nodes)]
     in_regions = set().union(*[p.nodes for p in regions]) if regions else set()
+    beside_norms = set().union(*[p.nodes for p in proposed if _has_norm(p.nodes)]) if proposed else set()
     for n in nodes:
-        if n in in_regions or is_fff_call(n):
+        if n in in_regions or n in reported or is_fff_call(n) or is_trained_norm(n):
             continue
-        if any(n in p.nodes for p in partitions):
+        if training and n in beside_norms:
+            report.leave(n, f"in a training graph fff takes the norm alone: the work around it, and its "
+                         f"gradient, stay with {fallback}")
+        elif any(n in p.nodes for p in partitions):
             report.leave(n, f"pointwise work with no norm next to it: it stays with {fallback}")
         else:
             report.leave(n, _LEFT_BECAUSE.get(op_name(n), "not an op fff compiles"))
@@ -264,7 +338,7 @@ def _take_norm_regions(gm, nodes, fallback, report):
     for node in fused:
         _note_results(gm, node)
     for node in fused:
-        _take_region(gm, node, report)
+        _take_region(gm, node, report, training)
     for n in gm.graph.find_nodes(op="placeholder"):
         if n.name in sources:
             n._dynamo_source = sources[n.name]
@@ -272,21 +346,43 @@ def _take_norm_regions(gm, nodes, fallback, report):
     gm.recompile()
 
 
-def explain(model, *inputs, fallback="inductor", grad=None, options=None, print_report=True):
+def explain(model, *inputs, fallback="inductor", grad=None, backward=False, options=None, print_report=True):
     """Compiles `model` with the fff backend as torch.compile(model,
     backend="fff", options=options) would, runs it once on `inputs`, and
     returns (and prints) a Report of what fff took, what it left and why.
     `grad` is the grad mode of that run: None (the default) keeps the
-    caller's. It resets Dynamo's caches, so that every graph is compiled
-    again."""
+    caller's. With `backward`, the run is a training step's: grad mode on,
+    then a backward of the sum of the output's floating-point tensors, whose
+    fff calls the report's `backward` section counts. It resets Dynamo's
+    caches, so that every graph is compiled again."""
+    if backward and grad is False:
+        raise ValueError("explain(backward=True) runs a backward, which needs grad=True (or None)")
     options = check_options(options)
     options.setdefault("fallback", fallback)
     report = Report()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=functools.partial(backend, report=report, **options))
-    with torch.set_grad_enabled(torch.is_grad_enabled() if grad is None else grad):
-        compiled(*inputs)
+    with torch.set_grad_enabled(True if backward else torch.is_grad_enabled() if grad is None else grad):
+        output = compiled(*inputs)
+        if backward:
+            _run_backward(output, report)
     torch._dynamo.reset()
     if print_report:
         print(report)
     return report
+
+
+def _run_backward(output, report):
+    """A backward of the sum of `output`'s floating-point tensors that need
+    gradients; the fff backward calls it made go to `report`."""
+    from torch.utils._pytree import tree_leaves
+
+    from ._training import BACKWARD_CALLS
+
+    leaves = output.to_tuple() if hasattr(output, "to_tuple") else output
+    tensors = [t for t in tree_leaves(leaves) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not tensors:
+        raise ValueError("explain(backward=True): the model's output holds no tensor that needs gradients")
+    before = collections.Counter(BACKWARD_CALLS)
+    sum(t.float().sum() for t in tensors).backward()
+    report.backward_calls = collections.Counter(BACKWARD_CALLS) - before

@@ -43,6 +43,15 @@ class Report:
     regions: list = dataclasses.field(default_factory=list)
     fallback: str = ""
     grad: bool = False
+    # Training graphs: `backward` lists the fff calls that the forward's
+    # trained norms run in the backward graph, and `backward_taken` counts
+    # their ops by name (`layer_norm_grad`, `rms_norm_grad`);
+    # explain(backward=True) counts the calls one backward made in
+    # `backward_calls`.
+    training: bool = False
+    backward: list = dataclasses.field(default_factory=list)
+    backward_taken: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    backward_calls: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     @property
     def calls(self):
@@ -63,6 +72,15 @@ class Report:
         self.ops_taken += len(nodes)
         log.info("fff took %s", region)
 
+    def take_backward(self, kind, taken, nodes):
+        """Records the backward fff call of `kind` that the forward's call for
+        `nodes` brings into the backward graph."""
+        region = Region(kind, collections.Counter(taken),
+                        [n if isinstance(n, str) else op_name(n) for n in nodes])
+        self.backward.append(region)
+        self.backward_taken.update(region.taken)
+        log.info("fff's backward takes %s", region)
+
     def untake(self, region):
         """Forgets `region`, which a larger fff call now holds."""
         self.regions.remove(region)
@@ -81,4 +99,14 @@ class Report:
         lines.append("and left:")
         lines += [f"  {name} x{count}: {reason}" for (name, reason), count in sorted(self.left.items())] \
             or ["  nothing"]
+        if self.training:
+            lines.append(f"backward: {len(self.backward)} fff call(s) in the backward graph(s); the rest of the "
+                         f"backward goes to {self.fallback}:")
+            lines += [f"  {name} x{count}" for name, count in sorted(self.backward_taken.items())] or ["  nothing"]
+            if self.backward:
+                lines.append("in these calls:")
+                lines += [f"  {region}" for region in self.backward]
+            if self.backward_calls:
+                lines.append("one backward ran: " + ", ".join(
+                    f"{name} x{count}" for name, count in sorted(self.backward_calls.items())))
         return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""Training graphs: each norm becomes a call of its trained op
+(fff::layer_norm_train, fff::rms_norm_train; _training.py), whose backward
+runs on fff's kernels. The fallback then compiles the graph, forward and
+backward (Inductor through AOTAutograd), with these calls opaque in both."""
+
+import operator
+
+import torch
+
+from ._nodes import FLOATS, example_value, op_name
+from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS, _bound
+from ._training import Unsupported, executable, train_op
+
+_TRAINED_OPS = {"fff.layer_norm_train.default", "fff.rms_norm_train.default"}
+
+
+def is_trained_norm(node):
+    """A call of a trained norm's op, or the getitem that takes its y."""
+    if node.op == "call_function" and node.target is operator.getitem:
+        node = node.args[0]
+    return isinstance(node, torch.fx.Node) and node.op == "call_function" and str(node.target) in _TRAINED_OPS
+
+
+def _parameter_fits(parameter, x, normalized_shape):
+    if parameter is None:
+        return True
+    value = example_value(parameter) if isinstance(parameter, torch.fx.Node) else parameter
+    return isinstance(parameter, torch.fx.Node) and isinstance(value, torch.Tensor) and \
+        value.dtype == x.dtype and tuple(value.shape) == normalized_shape
+
+
+def _static(extents):
+    return all(isinstance(e, int) for e in extents)
+
+
+def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normalized_ndim, eps, ops, report):
+    """Puts the trained op of a `kind` norm of `x` in place of `node`, whose
+    results (`results`: the node itself, or the getitems that take its one
+    result) it gives; False, with the reason reported for `ops`, where fff
+    does not train it."""
+    value = example_value(x)
+    reason = None
+    if not isinstance(value, torch.Tensor) or value.dtype not in FLOATS:
+        reason = "it normalizes a value that is not an f32, f16 or bf16 tensor"
+    elif not _static(value.shape[value.dim() - normalized_ndim:]):
+        reason = "its normalized extents are dynamic"
+    else:
+        normalized_shape = tuple(value.shape[value.dim() - normalized_ndim:])
+        try:
+            executable(kind, value.dtype, normalized_shape, weight is not None, bias is not None, eps)
+        except Unsupported as refusal:
+            reason = str(refusal)
+    if reason:
+        for n in ops:
+            report.leave(n, f"its norm was not trained by fff: {reason}")
+        return False
+    arguments = (x, weight, bias, normalized_ndim, eps) if kind == "layer_norm" else (x, weight, normalized_ndim, eps)
+    with gm.graph.inserting_before(node):
+        call = gm.graph.call_function(train_op(kind), arguments)
+        y = gm.graph.call_function(operator.getitem, (call, 0)) if kind == "layer_norm" else call
+    y.meta["example_value"] = example_value(results[0])
+    for result in results:
+        result.replace_all_uses_with(y)
+        if result is not node:
+            gm.graph.erase_node(result)
+    gm.graph.erase_node(node)
+    report.take(f"fff::{kind}_train", [kind], ops)
+    report.take_backward(f"fff::{kind}_train_backward", [f"{kind}_grad"], ops)
+    return True
+
+
+def _explicit_norm(node):
+    """(kind, x, weight, bias, normalized_ndim, eps) of a call of
+    F.layer_norm, F.rms_norm or torch.rms_norm whose arguments fff's
+    trained ops take; None otherwise."""
+    kind = _SUBLAYER_NORMS.get(node.target) if node.op == "call_function" else None
+    arguments = _bound(node, _NORM_SIGNATURES[kind]) if kind else None
+    if arguments is None or not isinstance(arguments["input"], torch.fx.Node):
+        return None
+    x = example_value(arguments["input"])
+    shape = arguments["normalized_shape"]
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not isinstance(x, torch.Tensor) or x.dtype not in FLOATS or not shape or len(shape) > x.dim() or \
+            not _static(shape) or tuple(x.shape[x.dim() - len(shape):]) != shape:
+        return None
+    eps = arguments["eps"]
+    if eps is None:
+        # rms_norm's default: the machine epsilon of the type torch computes
+        # x's dtype in (f32 for f16 and bf16).
+        eps = torch.finfo(torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype).eps
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool):
+        return None
+    weight, bias = arguments["weight"], arguments.get("bias")
+    if not (_parameter_fits(weight, x, shape) and _parameter_fits(bias, x, shape)):
+        return None
+    return kind, arguments["input"], weight, bias, len(shape), float(eps)
+
+
+def take_trained_norms(gm, report):
+    """Puts the trained op in place of each call of a norm function that fff
+    trains; returns the calls it left, each reported with its reason."""
+    changed, refused = False, set()
+    for node in list(gm.graph.nodes):
+        if not (node.op == "call_function" and node.target in _SUBLAYER_NORMS):
+            continue
+        found = _explicit_norm(node)
+        if found is None:
+            report.leave(node, "its norm was not trained by fff: its arguments are not ones fff's norms take "
+                         "(an f32, f16 or bf16 input, static normalized extents, parameters like them, a "
+                         "constant eps)")
+            refused.add(node)
+            continue
+        kind, x, weight, bias, normalized_ndim, eps = found
+        if replace_with_trained_norm(gm, node, [node], kind, x, weight, bias, normalized_ndim, eps, [node], report):
+            changed = True
+        else:
+            refused.add(node)
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+    return refused

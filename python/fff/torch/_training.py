@@ -1,0 +1,313 @@
+"""Norms that train: LayerNorm and RMSNorm as custom ops with a backward,
+both on fff's CPU kernels, for graphs that need gradients.
+
+fff::layer_norm_train(x, weight, bias, normalized_ndim, eps) returns y and
+the f32 mean and rstd that its backward, fff::layer_norm_train_backward
+(fff.layer_norm_grad), reads: the forward's statistics are saved, not
+recomputed. fff::rms_norm_train returns y alone: fff.rms_norm_grad sums
+x^2 in the same pass over each row as g * x, so rstd costs the backward no
+extra read and the forward no extra write.
+
+Both are registered with torch.library's register_autograd, so that
+AOTAutograd (under Inductor) traces them into the forward and backward
+graphs as opaque calls, and eager autograd runs them as they are. Each
+distinct (norm, dtype, normalized shape, parameters, eps) compiles once,
+and is checked once against torch's own norm and its autograd on random
+data before it is used."""
+
+import collections
+import threading
+
+import numpy as np
+import torch
+
+from .._compiler import compile as _compile
+
+_MLIR = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+# How far the first call's check lets fff's results be from torch's: f32
+# arithmetic in both, then one rounding to a half type (torch rounds after
+# each op of its backward).
+_TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}
+
+# The backward calls run so far, by fff op name; explain(backward=True)
+# reads it around one backward.
+BACKWARD_CALLS = collections.Counter()
+_CALLS_LOCK = threading.Lock()
+
+
+class Unsupported(Exception):
+    """fff does not train this norm; the message says why, in one line."""
+
+
+def _epsilon(eps):
+    """eps as the f32 MLIR attribute of the same bits (torch computes these
+    dtypes' norms in f32, with eps rounded to f32)."""
+    bits = int(np.float32(eps).view(np.uint32))
+    return f"{{epsilon = 0x{bits:08X} : f32}}"
+
+
+def _types(dtype, normalized_shape):
+    element = _MLIR[dtype]
+    dims = "x".join(str(d) for d in normalized_shape)
+    rows = f"tensor<?x{dims}x{element}>"
+    stats = "tensor<?x" + "x".join("1" for _ in normalized_shape) + "xf32>"
+    return rows, f"tensor<{dims}x{element}>", stats
+
+
+def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps):
+    """The MLIR of @forward and @backward of one norm over rows [?, *shape]."""
+    x, p, s = _types(dtype, normalized_shape)
+    rank = f"normalized_rank {len(normalized_shape)}"
+    params = [("%w", "scale")] if has_weight else []
+    if has_bias:
+        params.append(("%b", "bias"))
+    arguments = "".join(f", {name}: {p}" for name, _ in params)
+    operands = "".join(f" {word}({name} : {p})" for name, word in params)
+    scale = f" scale(%w : {p})" if has_weight else ""
+    weight_arg = f", %w: {p}" if has_weight else ""
+    grads = (["%dw"] if has_weight else []) + (["%db"] if kind == "layer_norm" and has_bias else [])
+    grad_types = "".join(f", {p}" for _ in grads)
+    if kind == "layer_norm":
+        forward = (f"  %y, %mean, %rstd = fff.layer_norm %x{operands} {rank} return_stats {_epsilon(eps)} : {x}\n"
+                   f"  return %y, %mean, %rstd : {x}, {s}, {s}")
+        forward_results = f"{x}, {s}, {s}"
+        bias_grad = " bias_grad" if has_bias else ""
+        backward_args = f"%dy: {x}, %x: {x}, %mean: {s}, %rstd: {s}{weight_arg}"
+        backward = f"fff.layer_norm_grad %dy, %x, %mean, %rstd{scale}{bias_grad} {rank} : {x}, {s}"
+    else:
+        forward = f"  %y = fff.rms_norm %x{operands} {rank} {_epsilon(eps)} : {x}\n  return %y : {x}"
+        forward_results = x
+        backward_args = f"%dy: {x}, %x: {x}{weight_arg}"
+        backward = f"fff.rms_norm_grad %dy, %x{scale} {rank} {_epsilon(eps)} : {x}"
+    results = ", ".join(["%dx"] + grads)
+    return (f"func.func @forward(%x: {x}{arguments}) -> ({forward_results}) {{\n{forward}\n}}\n"
+            f"func.func @backward({backward_args}) -> ({x}{grad_types}) {{\n"
+            f"  {results} = {backward}\n"
+            f"  return {results} : {x}{grad_types}\n}}\n")
+
+
+def _reference(kind, x, weight, bias, normalized_shape, eps, dy):
+    """y, dx, dweight, dbias of the norm in float64, by DESIGN.md's formulas
+    (custom ops run below autograd, so torch's own autograd is not at hand
+    here; the tests hold these ops to it)."""
+    dims = tuple(range(x.dim() - len(normalized_shape), x.dim()))
+    rows = tuple(range(x.dim() - len(normalized_shape)))
+    x, dy = x.double(), dy.double()
+    w = weight.double() if weight is not None else torch.ones(normalized_shape, dtype=torch.float64)
+    mean = x.mean(dims, keepdim=True) if kind == "layer_norm" else torch.zeros((), dtype=torch.float64)
+    centred = x - mean
+    rstd = (centred.square().mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = centred * rstd
+    y = xhat * w + (bias.double() if bias is not None else 0)
+    g = dy * w
+    dx = g - xhat * (g * xhat).mean(dims, keepdim=True)
+    if kind == "layer_norm":
+        dx = dx - g.mean(dims, keepdim=True)
+    return y, rstd * dx, (dy * xhat).sum(rows), dy.sum(rows)
+
+
+def _far(actual, expected, dtype):
+    error = (actual.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30)
+    return not bool(error <= _TOLERANCE[dtype])
+
+
+class _Executable:
+    """One norm's compiled forward and backward over rows of its normalized
+    shape."""
+
+    def __init__(self, kind, dtype, normalized_shape, has_weight, has_bias, eps):
+        self.kind, self.dtype, self.shape = kind, dtype, normalized_shape
+        self.has_weight, self.has_bias = has_weight, has_bias
+        self.eps = eps
+        try:
+            self.exe = _compile(_module(kind, dtype, normalized_shape, has_weight, has_bias, eps), target="cpu")
+        except Exception as error:  # fff refused the module
+            text = str(error).strip()
+            raise Unsupported(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}")
+        self._check()
+
+    def rows(self, t):
+        return t.contiguous().view(-1, *self.shape)
+
+    def stats_rows(self, t):
+        return t.contiguous().view(-1, *(1 for _ in self.shape))
+
+    def forward(self, x, weight, bias):
+        args = [self.rows(x)] + [t.contiguous() for t in (weight, bias) if t is not None]
+        results = self.exe.forward(*args)
+        results = list(results) if isinstance(results, (tuple, list)) else [results]
+        stats_shape = x.shape[:x.dim() - len(self.shape)] + (1,) * len(self.shape)
+        return [results[0].view(x.shape)] + [r.view(stats_shape) for r in results[1:]]
+
+    def backward(self, dy, x, stats, weight):
+        args = [self.rows(dy), self.rows(x)] + [self.stats_rows(s) for s in stats] + \
+            ([weight.contiguous()] if weight is not None else [])
+        results = self.exe.backward(*args)
+        results = list(results) if isinstance(results, (tuple, list)) else [results]
+        return [results[0].view(x.shape)] + results[1:]
+
+    def _check(self):
+        """fff's forward and backward against torch's, once, on random
+        data: three rows with the largest |x - mean| far from the rest, so
+        that a wrong mean or rstd shows."""
+        generator = torch.Generator().manual_seed(0)
+        shape = (3, *self.shape)
+        x = (torch.randn(shape, generator=generator) * 2 + 0.5).to(self.dtype)
+        dy = torch.randn(shape, generator=generator).to(self.dtype)
+        weight = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_weight else None
+        bias = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_bias else None
+        y, dx, dweight, dbias = _reference(self.kind, x, weight, bias, self.shape, self.eps, dy)
+        forward = self.forward(x, weight, bias)
+        grads = self.backward(dy, x, forward[1:], weight)
+        checks = [("y", forward[0], y), ("dx", grads[0], dx)]
+        if self.has_weight:
+            checks.append(("dweight", grads[1], dweight))
+        if self.has_bias and self.kind == "layer_norm":
+            checks.append(("dbias", grads[-1], dbias))
+        for name, a, e in checks:
+            if a.shape != e.shape or a.dtype != self.dtype or _far(a, e, self.dtype):
+                raise Unsupported(f"its compiled {name} differs from torch's")
+
+
+_EXECUTABLES = {}
+_LOCK = threading.Lock()
+
+
+def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps):
+    """The checked executable of one norm; raises Unsupported with the
+    reason where fff does not train it."""
+    if dtype not in _MLIR:
+        raise Unsupported(f"fff's norms take f32, f16 and bf16, not {dtype}")
+    key = (kind, dtype, tuple(normalized_shape), has_weight, has_bias, float(eps))
+    with _LOCK:
+        if key not in _EXECUTABLES:
+            try:
+                _EXECUTABLES[key] = _Executable(*key)
+            except Unsupported as refusal:
+                _EXECUTABLES[key] = refusal
+        found = _EXECUTABLES[key]
+    if isinstance(found, Unsupported):
+        raise found
+    return found
+
+
+def release_executables():
+    with _LOCK:
+        _EXECUTABLES.clear()
+
+
+def _count(name):
+    with _CALLS_LOCK:
+        BACKWARD_CALLS[name] += 1
+
+
+def _stats_shape(x, normalized_ndim):
+    return x.shape[:x.dim() - normalized_ndim] + (1,) * normalized_ndim
+
+
+def _normalized(x, normalized_ndim):
+    return tuple(x.shape[x.dim() - normalized_ndim:])
+
+
+def _no_grad(t):
+    return torch.empty(0, dtype=t.dtype, device=t.device)
+
+
+@torch.library.custom_op("fff::layer_norm_train", mutates_args=())
+def layer_norm_train(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                     normalized_ndim: int, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LayerNorm over x's trailing `normalized_ndim` dims: y, mean, rstd."""
+    exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None,
+                     bias is not None, eps)
+    y, mean, rstd = exe.forward(x, weight, bias)
+    return y, mean, rstd
+
+
+@layer_norm_train.register_fake
+def _(x, weight, bias, normalized_ndim, eps):
+    stats = _stats_shape(x, normalized_ndim)
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            x.new_empty(stats, dtype=torch.float32), x.new_empty(stats, dtype=torch.float32))
+
+
+@torch.library.custom_op("fff::layer_norm_train_backward", mutates_args=())
+def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+                              weight: torch.Tensor | None, normalized_ndim: int, has_bias: bool,
+                              eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """fff.layer_norm_grad: dx, dweight and dbias (empty where absent)."""
+    exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps)
+    _count("layer_norm_grad")
+    grads = exe.backward(dy, x, (mean, rstd), weight)
+    return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
+
+
+@layer_norm_train_backward.register_fake
+def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps):
+    shape = _normalized(x, normalized_ndim)
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            x.new_empty(shape if weight is not None else (0,)), x.new_empty(shape if has_bias else (0,)))
+
+
+def _layer_norm_setup(ctx, inputs, output):
+    x, weight, bias, normalized_ndim, eps = inputs
+    _, mean, rstd = output
+    ctx.save_for_backward(x, weight, mean, rstd)
+    ctx.normalized_ndim, ctx.has_bias, ctx.eps = normalized_ndim, bias is not None, eps
+
+
+def _layer_norm_backward(ctx, dy, _dmean, _drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dweight, dbias = torch.ops.fff.layer_norm_train_backward(dy, x, mean, rstd, weight, ctx.normalized_ndim,
+                                                                  ctx.has_bias, ctx.eps)
+    return dx, dweight if weight is not None else None, dbias if ctx.has_bias else None, None, None
+
+
+layer_norm_train.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup)
+
+
+@torch.library.custom_op("fff::rms_norm_train", mutates_args=())
+def rms_norm_train(x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int, eps: float) -> torch.Tensor:
+    """RMSNorm over x's trailing `normalized_ndim` dims."""
+    exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps)
+    return exe.forward(x, weight, None)[0]
+
+
+@rms_norm_train.register_fake
+def _(x, weight, normalized_ndim, eps):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@torch.library.custom_op("fff::rms_norm_train_backward", mutates_args=())
+def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int,
+                            eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """fff.rms_norm_grad: dx and dweight (empty where absent)."""
+    exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps)
+    _count("rms_norm_grad")
+    grads = exe.backward(dy, x, (), weight)
+    return grads[0], grads[1] if weight is not None else _no_grad(x)
+
+
+@rms_norm_train_backward.register_fake
+def _(dy, x, weight, normalized_ndim, eps):
+    shape = _normalized(x, normalized_ndim) if weight is not None else (0,)
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape)
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight, normalized_ndim, eps = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.normalized_ndim, ctx.eps = normalized_ndim, eps
+
+
+def _rms_norm_backward(ctx, dy):
+    x, weight = ctx.saved_tensors
+    dx, dweight = torch.ops.fff.rms_norm_train_backward(dy, x, weight, ctx.normalized_ndim, ctx.eps)
+    return dx, dweight if weight is not None else None, None, None
+
+
+rms_norm_train.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
+
+
+def train_op(kind):
+    """The custom op of a trained norm of `kind`."""
+    return torch.ops.fff.layer_norm_train.default if kind == "layer_norm" else torch.ops.fff.rms_norm_train.default
