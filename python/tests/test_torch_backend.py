@@ -116,7 +116,7 @@ def test_the_report_names_what_fff_left_and_why():
     assert "layer_norm x2" in text and "linear" in text
 
 
-def test_a_graph_that_needs_gradients_goes_to_the_fallback():
+def test_a_graph_that_needs_gradients_trains_its_norms_on_fff():
     torch.manual_seed(2)
     model = GPT2()  # training mode, parameters that require grad
     model.eval()
@@ -125,12 +125,14 @@ def test_a_graph_that_needs_gradients_goes_to_the_fallback():
     compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report,
                                                               fallback="eager"))
     x = torch.randn(2, 8, HIDDEN, requires_grad=True)
-    y = compiled(x)
-    y.sum().backward()
+    dy = torch.randn(2, 8, HIDDEN)
+    compiled(x).backward(dy)
     reference = x.detach().clone().requires_grad_()
-    model(reference).sum().backward()
+    model(reference).backward(dy)
     assert relative_error(x.grad, reference.grad) < 1e-5
-    assert not report.taken and any("gradients" in reason for (_, reason) in report.left)
+    # Its three LayerNorms, forward and backward; the rest stays with eager.
+    assert dict(report.taken) == {"layer_norm": 3} and dict(report.backward_taken) == {"layer_norm_grad": 3}
+    assert report.training and str(report).count("fff::layer_norm_train_backward") == 3
 
 
 def test_norm_in_bf16():
@@ -380,8 +382,9 @@ def test_explain_compiles_as_the_users_call_would():
     model.eval()
     x = torch.randn(2, 8, HIDDEN)
     with_grad = fff.torch.explain(model, x, print_report=False)
-    assert with_grad.grad and with_grad.fallback == "inductor" and not with_grad.regions
-    assert any("gradients" in reason for (_, reason) in with_grad.left)
+    # Parameters that need gradients: a training graph, its norms trained.
+    assert with_grad.grad and with_grad.fallback == "inductor" and with_grad.training
+    assert [r.kind for r in with_grad.regions] == ["fff::layer_norm_train"] * 3
     without = fff.torch.explain(model, x, grad=False, options={"fallback": "eager"}, print_report=False)
     assert not without.grad and without.fallback == "eager"
     assert without.calls == 3 and [r.kind for r in without.regions] == ["fff::region"] * 3

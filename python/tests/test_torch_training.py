@@ -1,0 +1,252 @@
+"""Training through fff: the trained norms' ops (fff::layer_norm_train,
+fff::rms_norm_train and their backward ops) against torch.autograd, and
+torch.compile(backend="fff") training transformers' LLaMA and BERT models
+(small configs, random weights) step for step with eager."""
+
+import copy
+import functools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+
+import fff.torch  # noqa: E402  (registers the backend and the ops)
+
+# f32 arithmetic in fff and in torch, then one rounding to the type.
+TOLERANCE = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
+
+
+def relative_error(actual, expected):
+    return ((actual.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30)).item()
+
+
+def torch_grads(kind, x, weight, bias, normalized_ndim, eps, dy):
+    """torch's norm and its autograd gradients in float64."""
+    leaves = [None if t is None else t.detach().double().requires_grad_() for t in (x, weight, bias)]
+    shape = x.shape[x.dim() - normalized_ndim:]
+    if kind == "layer_norm":
+        y = torch.nn.functional.layer_norm(leaves[0], shape, leaves[1], leaves[2], eps)
+    else:
+        y = torch.nn.functional.rms_norm(leaves[0], shape, leaves[1], eps)
+    y.backward(dy.double())
+    return [y] + [None if t is None else t.grad for t in leaves]
+
+
+def fff_grads(kind, x, weight, bias, normalized_ndim, eps, dy):
+    leaves = [None if t is None else t.detach().clone().requires_grad_() for t in (x, weight, bias)]
+    if kind == "layer_norm":
+        y = torch.ops.fff.layer_norm_train(leaves[0], leaves[1], leaves[2], normalized_ndim, eps)[0]
+    else:
+        y = torch.ops.fff.rms_norm_train(leaves[0], leaves[1], normalized_ndim, eps)
+    y.backward(dy)
+    return [y] + [None if t is None else t.grad for t in leaves]
+
+
+CASES = [
+    # (kind, input shape, normalized dims, weight, bias)
+    ("layer_norm", (37, 768), 1, True, True),
+    ("layer_norm", (5, 7, 127), 1, True, False),
+    ("layer_norm", (3, 4, 33), 2, False, True),
+    ("layer_norm", (1, 3), 1, False, False),
+    ("layer_norm", (130, 64), 1, True, True),  # more rows than row blocks
+    ("rms_norm", (37, 1000), 1, True, False),
+    ("rms_norm", (2, 9, 65), 1, False, False),
+    ("rms_norm", (4, 6, 20), 2, True, False),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("kind, shape, normalized_ndim, has_weight, has_bias", CASES)
+def test_trained_norm_gradients_match_torch_autograd(kind, shape, normalized_ndim, has_weight, has_bias, dtype):
+    generator = torch.Generator().manual_seed(sum(shape) + normalized_ndim)
+    normalized = shape[len(shape) - normalized_ndim:]
+    x = (torch.randn(shape, generator=generator) * 3 + 1).to(dtype)
+    dy = torch.randn(shape, generator=generator).to(dtype)
+    weight = torch.randn(normalized, generator=generator).to(dtype) if has_weight else None
+    bias = torch.randn(normalized, generator=generator).to(dtype) if has_bias and kind == "layer_norm" else None
+    eps = 1e-5 if kind == "layer_norm" else 1e-6
+    expected = torch_grads(kind, x, weight, bias, normalized_ndim, eps, dy)
+    actual = fff_grads(kind, x, weight, bias, normalized_ndim, eps, dy)
+    for name, a, e in zip(("y", "dx", "dweight", "dbias"), actual, expected):
+        if e is None:
+            assert a is None, name
+            continue
+        assert a.dtype == dtype and a.shape == e.shape, name
+        assert relative_error(a, e) < TOLERANCE[dtype], f"{name}: {relative_error(a, e):.2e}"
+
+
+class _FFFBackward(torch.autograd.Function):
+    """torch's own norm forward in float64, fff's backward (f32 arithmetic):
+    gradcheck compares fff's gradients with finite differences of the true
+    function."""
+
+    @staticmethod
+    def forward(ctx, kind, x, weight, bias, eps):
+        ctx.save_for_backward(x, weight, bias)
+        ctx.kind, ctx.eps = kind, eps
+        if kind == "layer_norm":
+            return torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps)
+        return torch.nn.functional.rms_norm(x, x.shape[-1:], weight, eps)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, bias = ctx.saved_tensors
+        f32 = [t.float() for t in (dy, x, weight)]
+        if ctx.kind == "layer_norm":
+            _, mean, rstd = torch.ops.fff.layer_norm_train(f32[1], f32[2], bias.float(), 1, ctx.eps)
+            dx, dweight, dbias = torch.ops.fff.layer_norm_train_backward(f32[0], f32[1], mean, rstd, f32[2], 1,
+                                                                          True, ctx.eps)
+            return None, dx.double(), dweight.double(), dbias.double(), None
+        dx, dweight = torch.ops.fff.rms_norm_train_backward(f32[0], f32[1], f32[2], 1, ctx.eps)
+        return None, dx.double(), dweight.double(), None, None
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_gradcheck_of_the_backward_ops_in_float64(kind):
+    generator = torch.Generator().manual_seed(7)
+    x = torch.randn(6, 11, dtype=torch.float64, generator=generator, requires_grad=True)
+    weight = torch.randn(11, dtype=torch.float64, generator=generator, requires_grad=True)
+    bias = torch.randn(11, dtype=torch.float64, generator=generator, requires_grad=kind == "layer_norm")
+    # fff's gradients are f32: atol and rtol at f32's accuracy.
+    assert torch.autograd.gradcheck(lambda *t: _FFFBackward.apply(kind, *t, 1e-5), (x, weight, bias),
+                                    atol=1e-4, rtol=1e-3)
+
+
+def llama():
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=4, attn_implementation="eager")
+    model = transformers.LlamaForCausalLM(config)
+    with torch.no_grad():  # RMSNorm weights start at 1: make them tell.
+        for module in model.modules():
+            if type(module).__name__ == "LlamaRMSNorm":
+                module.weight.uniform_(0.5, 1.5)
+    return model
+
+
+def bert():
+    # No dropout: eager and compiled runs draw different masks.
+    config = transformers.BertConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                     num_attention_heads=4, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    return transformers.BertForMaskedLM(config)
+
+
+# (model, the norms fff must train in it)
+MODELS = [(llama, {"rms_norm": 5}), (bert, {"layer_norm": 6})]
+
+
+def batches(steps, seed=3):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 128, (4, 16), generator=generator) for _ in range(steps)]
+
+
+def train(model, optimizer, steps, compiled=None):
+    """Losses of `steps` training steps."""
+    run = model if compiled is None else compiled
+    losses = []
+    for ids in batches(steps):
+        loss = run(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.detach())
+    return losses
+
+
+@pytest.mark.parametrize("make, norms", MODELS, ids=lambda m: getattr(m, "__name__", ""))
+def test_explain_reports_the_backward(make, norms):
+    torch.manual_seed(0)
+    report = fff.torch.explain(make(), batches(1)[0], backward=True, options={"fallback": "eager"},
+                               print_report=False)
+    assert dict(report.taken) == norms, str(report)
+    grads = {f"{name}_grad": count for name, count in norms.items()}
+    assert dict(report.backward_taken) == grads and dict(report.backward_calls) == grads, str(report)
+    assert "backward:" in str(report) and next(iter(grads)) in str(report)
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+@pytest.mark.parametrize("make, norms", MODELS, ids=lambda m: getattr(m, "__name__", ""))
+def test_adamw_steps_give_eager_losses(make, norms, fallback):
+    torch.manual_seed(0)
+    model = make()
+    reference = copy.deepcopy(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", options={"fallback": fallback})
+    steps = 20 if fallback == "eager" else 5  # Inductor compiles for a minute
+    losses = train(model, torch.optim.AdamW(model.parameters(), lr=1e-3), steps, compiled)
+    expected = train(reference, torch.optim.AdamW(reference.parameters(), lr=1e-3), steps)
+    for step, (loss, eager) in enumerate(zip(losses, expected)):
+        assert abs(loss.item() - eager.item()) <= 1e-5 * abs(eager.item()), f"step {step}: {loss} vs {eager}"
+
+
+@pytest.mark.parametrize("make, norms", MODELS, ids=lambda m: getattr(m, "__name__", ""))
+def test_sgd_parameters_match_eager_and_two_runs_match_bitwise(make, norms):
+    torch.manual_seed(0)
+    initial = make()
+    runs = []
+    for _ in range(2):
+        model = copy.deepcopy(initial)
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="fff", options={"fallback": "eager"})
+        train(model, torch.optim.SGD(model.parameters(), lr=0.1), 10, compiled)
+        runs.append(model)
+    reference = copy.deepcopy(initial)
+    train(reference, torch.optim.SGD(reference.parameters(), lr=0.1), 10)
+    for (name, p), q, r in zip(runs[0].named_parameters(), runs[1].parameters(), reference.parameters()):
+        assert torch.equal(p, q), f"{name} differs between two fff runs"
+        # Relative to the parameter, or to 1e-3 per element where it is
+        # rounding noise: a key bias's gradient is 0 in exact arithmetic
+        # (softmax does not see a constant added to a row's logits).
+        scale = max(r.double().norm().item(), 1e-3 * r.numel() ** 0.5)
+        error = (p.double() - r.double()).norm().item() / scale
+        assert error < 1e-5, f"{name}: {error:.2e}"
+
+
+def test_a_second_batch_size_recompiles_once_forward_and_backward():
+    torch.manual_seed(0)
+    report = fff.torch.Report()
+    model = bert()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback="eager"))
+    for batch in (4, 5, 7, 3):
+        ids = torch.randint(0, 128, (batch, 16))
+        compiled(input_ids=ids, labels=ids).loss.backward()
+    # The first batch size, then one graph with a dynamic batch for the rest.
+    assert report.graphs == 2 and report.taken["layer_norm"] == 12, str(report)
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_requires_grad_leaves_the_forward_as_it_is(kind):
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm(96) if kind == "layer_norm" else torch.nn.RMSNorm(96)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(10, 96)
+    torch._dynamo.reset()
+    compiled = torch.compile(norm, backend="fff", options={"fallback": "eager"})
+    with torch.no_grad():
+        inference = compiled(x)
+    training = compiled(x.clone().requires_grad_())
+    assert torch.equal(inference, training.detach())
+
+
+def test_a_norm_fff_does_not_train_stays_with_the_fallback_and_says_why():
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm(16).double()
+    x = torch.randn(4, 16, dtype=torch.float64, requires_grad=True)
+    report = fff.torch.explain(norm, x, backward=True, options={"fallback": "eager"}, print_report=False)
+    assert not report.taken and any("not trained by fff" in reason for (_, reason) in report.left), str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(norm, backend="fff", options={"fallback": "eager"})
+    x, reference = (x.detach().clone().requires_grad_() for _ in range(2))
+    dy = torch.randn(4, 16, dtype=torch.float64)
+    compiled(x).backward(dy)
+    norm(reference).backward(dy)
+    assert relative_error(x.grad, reference.grad) < 1e-12
+
+
+def test_explain_backward_needs_grad():
+    with pytest.raises(ValueError, match="needs grad"):
+        fff.torch.explain(torch.nn.LayerNorm(4), torch.randn(2, 4), backward=True, grad=False)
