@@ -5,8 +5,11 @@
 # (Inductor) fallback. Each runs at two shapes (the second recompiles with
 # dynamic extents), some in bf16 too, and three decoders run generate().
 # Every float result is held to eager's: relative error (over each tensor)
-# 1e-4 in f32, 3e-2 in bf16. A family fails if it gives a wrong answer or
-# raises. Prints per family the norms present (torch modules and functions
+# 1e-4 in f32, 3e-2 in bf16. Each family also runs a training step (train
+# mode, dropout off, the eager fallback): the gradient of every parameter and
+# of float inputs, from a random weighting of every float output, is held
+# to eager's (1e-4, relative to the gradient or to 1e-3 per element where it
+# is rounding noise). A family fails if it gives a wrong answer or raises. Prints per family the norms present (torch modules and functions
 # that normalize), the norms fff took, and any error.
 #
 #   PYTHONPATH=build/python build/venv/bin/python test/Frontends/transformers-corpus.py [FAMILY ...]
@@ -17,6 +20,7 @@
 # CHECK: {{[0-9]+}} passed, 0 failed
 
 import collections
+import copy
 import sys
 import time
 import traceback
@@ -191,6 +195,54 @@ def run_forward(name, model_type, config_kwargs, kind, dtype):
     return norms_present(model), report, None
 
 
+def no_dropout(config_kwargs):
+    """The config's dropout probabilities, by any of the names families
+    give them, set to 0: eager and compiled runs would draw other masks."""
+    off = {key: 0.0 for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout",
+                                "activation_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout",
+                                "attention_dropout_prob", "classifier_dropout", "dropout_rate", "qa_dropout",
+                                "seq_classif_dropout", "summary_first_dropout",
+                                "feat_proj_dropout", "final_dropout", "layerdrop", "mask_time_prob",
+                                "drop_path_rate", "encoder_layerdrop", "decoder_layerdrop"
+                                )}
+    return dict(config_kwargs, **off)
+
+
+def gradient_error(actual, expected):
+    """|actual - expected| relative to expected, or to 1e-3 per element
+    where expected is rounding noise (a gradient 0 in exact arithmetic)."""
+    scale = max(expected.double().norm().item(), 1e-3 * expected.numel() ** 0.5)
+    return (actual.double() - expected.double()).norm().item() / scale
+
+
+def run_training(name, model_type, config_kwargs, kind):
+    """One training step's gradients, compiled (eager fallback) and eager."""
+    model = build(model_type, no_dropout(config_kwargs)).train()
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report,
+                                                                                 fallback="eager"))
+    args = inputs(kind, model.config, TEXT_SHAPES[0], seed=5)
+    grads = []
+    for run, module in ((compiled, model), (reference, reference)):
+        leaves = {k: v.clone().requires_grad_(v.is_floating_point()) for k, v in args.items()}
+        outputs = tensors(run(**leaves))
+        generator = torch.Generator().manual_seed(11)
+        loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() for t in outputs.values())
+        loss.backward()
+        grads.append({**{f"input {k}": v.grad for k, v in leaves.items() if v.grad is not None},
+                      **{n: p.grad for n, p in module.named_parameters() if p.grad is not None}})
+    actual, expected = grads
+    if actual.keys() != expected.keys():
+        return norms_present(model), report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
+    for path, e in expected.items():
+        error = gradient_error(actual[path], e)
+        if not error <= TOLERANCE[torch.float32]:
+            return norms_present(model), report, f"the gradient of {path} is off by {error:.2g} (relative)"
+    return norms_present(model), report, None
+
+
 def run_generate(name, model_type, config_kwargs):
     config = transformers.AutoConfig.for_model(model_type, **config_kwargs)
     torch.manual_seed(0)
@@ -227,6 +279,7 @@ def main(selected):
             plans.append(("bf16", lambda: run_forward(name, model_type, config_kwargs, kind, torch.bfloat16)))
         if "generate" in extra:
             plans.append(("generate", lambda: run_generate(name, model_type, config_kwargs)))
+        plans.append(("train", lambda: run_training(name, model_type, config_kwargs, kind)))
         for what, plan in plans:
             start = time.time()
             try:

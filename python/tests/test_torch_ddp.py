@@ -1,0 +1,79 @@
+"""torch.compile(backend="fff") under DistributedDataParallel: two processes
+(torch.distributed, gloo, on this machine) each train a step of a small
+BERT on their own batch; the averaged gradients must be those of the same
+DDP run without fff."""
+
+import os
+import socket
+import tempfile
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+WORLD = 2
+
+
+def _model():
+    config = transformers.BertConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                     num_attention_heads=4, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    torch.manual_seed(0)  # the same weights in every process
+    return transformers.BertForMaskedLM(config)
+
+
+def _step(model, rank, compiled):
+    """One training step on rank `rank`'s batch; the DDP-averaged gradients."""
+    import fff.torch  # noqa: F401  (registers the backend in this process)
+
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    run = torch.compile(ddp, backend="fff", options={"fallback": "eager"}) if compiled else ddp
+    ids = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(100 + rank))
+    run(input_ids=ids, labels=ids).loss.backward()
+    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _worker(rank, port, out_dir):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    try:
+        from fff.torch._training import BACKWARD_CALLS
+
+        grads = {"fff": _step(_model(), rank, compiled=True), "eager": _step(_model(), rank, compiled=False)}
+        grads["fff backward calls"] = dict(BACKWARD_CALLS)
+        torch.save(grads, os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ddp_gradients_with_fff_equal_those_without():
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.start_processes(_worker, args=(_free_port(), out_dir), nprocs=WORLD, join=True, start_method="spawn")
+        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD)]
+    for rank, grads in enumerate(results):
+        # The model's six LayerNorms (embeddings, two per layer, the MLM head's)
+        # ran their backward on fff.
+        assert grads["fff backward calls"] == {"layer_norm_grad": 6}, grads["fff backward calls"]
+        assert grads["fff"].keys() == grads["eager"].keys()
+        for name, expected in grads["eager"].items():
+            actual = grads["fff"][name]
+            # Relative to the gradient, or to 1e-3 per element where it is
+            # rounding noise (a key bias's gradient is 0 in exact arithmetic).
+            scale = max(expected.double().norm().item(), 1e-3 * expected.numel() ** 0.5)
+            error = (actual.double() - expected.double()).norm().item() / scale
+            assert error < 1e-5, f"rank {rank}, {name}: {error:.2e}"
+    # DDP averaged the gradients: both ranks hold the same.
+    for name, grad in results[0]["fff"].items():
+        assert torch.equal(grad, results[1]["fff"][name]), name
