@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Training through torch.compile(backend="fff") side by side with eager and
+torch.compile's default (Inductor), on the CPU, in one run, same threads.
+
+    PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train.py [--quick] [--models-only|--norms-only]
+
+Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
+4096x4096 and 16384x1024, f32 and bf16: the forward + backward of
+`norm(x)` with a given dy, and the backward alone (a retained graph's
+backward, run again). Each backward's traffic (x, dy, dx, parameters and
+their gradients) over its time is printed as GB/s, beside this machine's
+copy bandwidth (torch's clone of 256 MiB: read + write).
+
+Models: a training step (forward, loss, backward, AdamW step) of a small
+LLaMA-style and BERT-style model from transformers configs, random weights.
+
+Prints median ms (compilation excluded) and fff's ratio to each baseline
+(>1: fff is faster). Every fff result is first checked against eager.
+Nothing asserts a speed; the table is the result.
+"""
+
+import argparse
+import copy
+import os
+import statistics
+import time
+
+import torch
+
+import fff.torch
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--quick", action="store_true", help="smaller shapes and fewer repetitions")
+parser.add_argument("--threads", type=int, default=os.cpu_count())
+parser.add_argument("--models-only", action="store_true")
+parser.add_argument("--norms-only", action="store_true")
+options = parser.parse_args()
+torch.set_num_threads(options.threads)
+# The backward alone is timed by running a retained graph's backward again,
+# which AOTAutograd allows only without donated buffers (for Inductor and
+# fff alike).
+torch._functorch.config.donated_buffer = False
+REPEAT = 3 if options.quick else 10
+SHAPES = [(512, 768)] if options.quick else [(4096, 768), (4096, 4096), (16384, 1024)]
+
+
+def median_ms(fn):
+    fn()
+    fn()
+    times = []
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth():
+    """GB/s of torch's clone of 256 MiB (bytes read + bytes written)."""
+    source = torch.empty(64 << 20, dtype=torch.float32).fill_(1.0)
+    ms = median_ms(lambda: source.clone())
+    return 2 * source.numel() * 4 / ms / 1e6
+
+
+def relative_error(actual, expected):
+    return ((actual.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30)).item()
+
+
+def make_norm(kind, hidden, dtype):
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm(hidden) if kind == "layer_norm" else torch.nn.RMSNorm(hidden, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        if kind == "layer_norm":
+            norm.bias.uniform_(-0.5, 0.5)
+    return norm.to(dtype)
+
+
+def norm_case(kind, rows, hidden, dtype, bandwidth):
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
+    dy = torch.randn(rows, hidden, generator=generator).to(dtype)
+    results, grads = {}, {}
+    for name in ("eager", "inductor", "fff"):
+        norm = make_norm(kind, hidden, dtype)
+        torch._dynamo.reset()
+        run = norm if name == "eager" else torch.compile(norm) if name == "inductor" else \
+            torch.compile(norm, backend="fff")
+
+        def step():
+            x.grad = None
+            norm.zero_grad()
+            run(x).backward(dy)
+
+        step()
+        grads[name] = [x.grad.clone()] + [p.grad.clone() for p in norm.parameters()]
+        y = run(x)
+
+        def backward():
+            y.backward(dy, retain_graph=True)
+
+        results[name] = (median_ms(step), median_ms(backward))
+    errors = [max(relative_error(a, e) for a, e in zip(grads["fff"], grads["eager"]))]
+    parameters = 2 if kind == "layer_norm" else 1
+    # x, dy, dx, and the parameters read and their gradients written.
+    moved = (3 * rows * hidden + 2 * parameters * hidden) * x.element_size()
+    fwd_bwd = {name: r[0] for name, r in results.items()}
+    bwd = {name: r[1] for name, r in results.items()}
+    best = min(("eager", "inductor"), key=lambda n: bwd[n])
+    label = f"{kind} {str(dtype).replace('torch.', '')} {rows}x{hidden}"
+    print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
+          f"{fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | {bwd['inductor']:.2f} | "
+          f"{bwd['fff']:.2f} | {bwd['inductor'] / bwd['fff']:.2f}x | {bwd[best] / bwd['fff']:.2f}x ({best}) | "
+          f"{moved / bwd['fff'] / 1e6:.1f} ({100 * moved / bwd['fff'] / 1e6 / bandwidth:.0f}%) | "
+          f"{errors[0]:.1e} |", flush=True)
+
+
+def llama():
+    import transformers
+    config = transformers.LlamaConfig(vocab_size=4096, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
+                                      num_attention_heads=8, num_key_value_heads=8, attn_implementation="eager")
+    return transformers.LlamaForCausalLM(config)
+
+
+def bert():
+    import transformers
+    config = transformers.BertConfig(vocab_size=4096, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
+                                     num_attention_heads=8, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    return transformers.BertForMaskedLM(config)
+
+
+def model_case(make, batch, length):
+    torch.manual_seed(0)
+    initial = make()
+    ids = torch.randint(0, 4096, (batch, length), generator=torch.Generator().manual_seed(2))
+    times, losses = {}, {}
+    for name in ("eager", "inductor", "fff"):
+        model = copy.deepcopy(initial)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        torch._dynamo.reset()
+        run = model if name == "eager" else torch.compile(model) if name == "inductor" else \
+            torch.compile(model, backend="fff")
+
+        def step():
+            loss = run(input_ids=ids, labels=ids).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss
+
+        losses[name] = step().item()
+        times[name] = median_ms(step)
+    error = abs(losses["fff"] - losses["eager"]) / abs(losses["eager"])
+    print(f"| {make.__name__} {batch}x{length} | {times['eager']:.1f} | {times['inductor']:.1f} | "
+          f"{times['fff']:.1f} | {times['eager'] / times['fff']:.2f}x | {times['inductor'] / times['fff']:.2f}x | "
+          f"{error:.1e} |", flush=True)
+
+
+print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median ms, {REPEAT} calls after two warm-ups")
+if not options.models_only:
+    bandwidth = copy_bandwidth()
+    print(f"\ncopy bandwidth (torch clone of 256 MiB, read + write): {bandwidth:.1f} GB/s\n")
+    print("| norm | fwd+bwd eager | Inductor | fff | fff vs Inductor | bwd eager | Inductor | fff | "
+          "fff vs Inductor | fff vs fastest | fff bwd GB/s (of copy) | fff's grad error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for dtype in (torch.float32, torch.bfloat16):
+        for kind in ("layer_norm", "rms_norm"):
+            for rows, hidden in SHAPES:
+                norm_case(kind, rows, hidden, dtype, bandwidth)
+if not options.norms_only:
+    print("\n| model training step (AdamW) | eager | Inductor | fff | fff vs eager | fff vs Inductor | "
+          "fff's first-loss error |")
+    print("|---|---|---|---|---|---|---|")
+    for make in (llama, bert):
+        model_case(make, 2 if options.quick else 8, 64 if options.quick else 128)
