@@ -14,8 +14,10 @@ copy bandwidth (torch's clone of 256 MiB: read + write).
 Models: a training step (forward, loss, backward, AdamW step) of a small
 LLaMA-style and BERT-style model from transformers configs, random weights.
 
-Prints median ms (compilation excluded) and fff's ratio to each baseline
-(>1: fff is faster). Every fff result is first checked against eager.
+Prints median ms (compilation excluded; the baselines timed round-robin
+with fff's) and fff's ratio to each baseline (>1: fff is faster). A norm's
+gradients, fff's and eager's, are held to float64's (the largest relative
+error of dx, dweight, dbias); a model's first loss to eager's.
 Nothing asserts a speed; the table is the result.
 """
 
@@ -45,14 +47,22 @@ SHAPES = [(512, 768)] if options.quick else [(4096, 768), (4096, 4096), (16384, 
 
 
 def median_ms(fn):
-    fn()
-    fn()
-    times = []
-    for _ in range(REPEAT):
-        start = time.perf_counter()
+    return interleaved_ms({"": fn})[""]
+
+
+def interleaved_ms(fns):
+    """Median ms of each of `fns` (name: callable), timed round-robin, so
+    that the machine's changes of speed touch every one alike."""
+    for fn in fns.values():
         fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(REPEAT):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def copy_bandwidth():
@@ -80,39 +90,40 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
     dy = torch.randn(rows, hidden, generator=generator).to(dtype)
-    results, grads = {}, {}
-    for name in ("eager", "inductor", "fff"):
-        norm = make_norm(kind, hidden, dtype)
+    steps, backwards, grads = {}, {}, {}
+    for name in ("eager", "inductor", "fff", "float64"):
+        norm = make_norm(kind, hidden, dtype if name != "float64" else torch.float64)
         torch._dynamo.reset()
-        run = norm if name == "eager" else torch.compile(norm) if name == "inductor" else \
-            torch.compile(norm, backend="fff")
+        run = torch.compile(norm) if name == "inductor" else torch.compile(norm, backend="fff") if name == "fff" \
+            else norm
+        leaf = x.detach().double().requires_grad_() if name == "float64" else x
 
-        def step():
-            x.grad = None
+        def step(run=run, norm=norm, leaf=leaf):
+            leaf.grad = None
             norm.zero_grad()
-            run(x).backward(dy)
+            run(leaf).backward(dy.to(leaf.dtype))
 
         step()
-        grads[name] = [x.grad.clone()] + [p.grad.clone() for p in norm.parameters()]
+        grads[name] = [leaf.grad.clone()] + [p.grad.clone() for p in norm.parameters()]
+        if name == "float64":
+            break
         y = run(x)
-
-        def backward():
-            y.backward(dy, retain_graph=True)
-
-        results[name] = (median_ms(step), median_ms(backward))
-    errors = [max(relative_error(a, e) for a, e in zip(grads["fff"], grads["eager"]))]
+        steps[name] = step
+        backwards[name] = lambda y=y: y.backward(dy, retain_graph=True)
+    fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards)
+    # The largest relative error of dx, dweight, dbias from float64's.
+    errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["float64"]))
+              for name in ("eager", "fff")}
     parameters = 2 if kind == "layer_norm" else 1
     # x, dy, dx, and the parameters read and their gradients written.
     moved = (3 * rows * hidden + 2 * parameters * hidden) * x.element_size()
-    fwd_bwd = {name: r[0] for name, r in results.items()}
-    bwd = {name: r[1] for name, r in results.items()}
     best = min(("eager", "inductor"), key=lambda n: bwd[n])
     label = f"{kind} {str(dtype).replace('torch.', '')} {rows}x{hidden}"
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
           f"{fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | {bwd['inductor']:.2f} | "
           f"{bwd['fff']:.2f} | {bwd['inductor'] / bwd['fff']:.2f}x | {bwd[best] / bwd['fff']:.2f}x ({best}) | "
           f"{moved / bwd['fff'] / 1e6:.1f} ({100 * moved / bwd['fff'] / 1e6 / bandwidth:.0f}%) | "
-          f"{errors[0]:.1e} |", flush=True)
+          f"{errors['fff']:.1e} | {errors['eager']:.1e} |", flush=True)
 
 
 def llama():
@@ -134,7 +145,7 @@ def model_case(make, batch, length):
     torch.manual_seed(0)
     initial = make()
     ids = torch.randint(0, 4096, (batch, length), generator=torch.Generator().manual_seed(2))
-    times, losses = {}, {}
+    steps, losses = {}, {}
     for name in ("eager", "inductor", "fff"):
         model = copy.deepcopy(initial)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -142,7 +153,7 @@ def model_case(make, batch, length):
         run = model if name == "eager" else torch.compile(model) if name == "inductor" else \
             torch.compile(model, backend="fff")
 
-        def step():
+        def step(run=run, optimizer=optimizer):
             loss = run(input_ids=ids, labels=ids).loss
             loss.backward()
             optimizer.step()
@@ -150,7 +161,8 @@ def model_case(make, batch, length):
             return loss
 
         losses[name] = step().item()
-        times[name] = median_ms(step)
+        steps[name] = step
+    times = interleaved_ms(steps)
     error = abs(losses["fff"] - losses["eager"]) / abs(losses["eager"])
     print(f"| {make.__name__} {batch}x{length} | {times['eager']:.1f} | {times['inductor']:.1f} | "
           f"{times['fff']:.1f} | {times['eager'] / times['fff']:.2f}x | {times['inductor'] / times['fff']:.2f}x | "
@@ -162,8 +174,8 @@ if not options.models_only:
     bandwidth = copy_bandwidth()
     print(f"\ncopy bandwidth (torch clone of 256 MiB, read + write): {bandwidth:.1f} GB/s\n")
     print("| norm | fwd+bwd eager | Inductor | fff | fff vs Inductor | bwd eager | Inductor | fff | "
-          "fff vs Inductor | fff vs fastest | fff bwd GB/s (of copy) | fff's grad error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "fff vs Inductor | fff vs fastest | fff bwd GB/s (of copy) | fff's grad error | eager's |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dtype in (torch.float32, torch.bfloat16):
         for kind in ("layer_norm", "rms_norm"):
             for rows, hidden in SHAPES:
