@@ -389,7 +389,7 @@ def test_explain_compiles_as_the_users_call_would():
     assert not without.grad and without.fallback == "eager"
     assert without.calls == 3 and [r.kind for r in without.regions] == ["fff::region"] * 3
     text = str(without)
-    assert "as 3 fff call(s)" in text and "fff::region: layer_norm" in text
+    assert "as 3 fff call(s)" in text and "fff::region [cpu]: layer_norm" in text
 
 
 def test_explain_names_a_layer_norm_without_affine_parameters():

@@ -250,3 +250,44 @@ def test_a_norm_fff_does_not_train_stays_with_the_fallback_and_says_why():
 def test_explain_backward_needs_grad():
     with pytest.raises(ValueError, match="needs grad"):
         fff.torch.explain(torch.nn.LayerNorm(4), torch.randn(2, 4), backward=True, grad=False)
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_a_double_backward_is_torch_s(kind):
+    """backward(create_graph=True), a gradient penalty's: the trained ops'
+    gradients are then differentiable (torch's ops compute them)."""
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm(24) if kind == "layer_norm" else torch.nn.RMSNorm(24, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    torch._dynamo.reset()
+    compiled = torch.compile(norm, backend="fff", options={"fallback": "eager"})
+    x = torch.randn(5, 24)
+    penalties = []
+    for run in (compiled, norm):
+        leaf = x.clone().requires_grad_()
+        y = run(leaf)
+        (grad,) = torch.autograd.grad((y * y).sum(), leaf, create_graph=True)
+        norm.zero_grad()
+        grad.square().sum().backward()
+        penalties.append((grad.detach(), norm.weight.grad.clone()))
+    for actual, expected in zip(*penalties):
+        assert relative_error(actual, expected) < 1e-5
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: torch.ops.fff.layer_norm_train(torch.randn(4, 8), torch.randn(7), None, 1, 1e-5),
+     Exception, "argument #1 has shape \\[7\\] but the function takes \\[8\\]"),
+    (lambda: torch.ops.fff.layer_norm_train(torch.randn(4, 8), None, None, 3, 1e-5),
+     ValueError, "normalized_ndim must be in \\[1, 2\\]"),
+    (lambda: torch.ops.fff.rms_norm_train(torch.randn(4, 8).double(), None, 1, 1e-5),
+     Exception, "f32, f16 and bf16, not torch.float64"),
+    (lambda: torch.ops.fff.layer_norm_train(torch.randn(4, 8), None, None, 1, -1.0),
+     Exception, "epsilon must be finite and non-negative"),
+    (lambda: torch.ops.fff.layer_norm_train_backward(torch.randn(4, 8), torch.randn(4, 8), torch.randn(3, 1),
+                                                     torch.randn(4, 1), None, 1, False, 1e-5),
+     Exception, "mean dim 0 \\(R0\\) does not match input dim 0"),
+])
+def test_bad_calls_of_the_trained_ops_are_one_line_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

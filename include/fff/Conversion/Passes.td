@@ -15,6 +15,11 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
       tensors: f32 reductions over the normalized dims (two-pass mean and
       variance), then one elementwise op that normalizes, applies the affine
       parameters and casts back to the input element type;
+    * `fff.layer_norm_grad` / `fff.rms_norm_grad` become `linalg.generic`
+      ops on tensors too: the rows' sums of `g` and `g * xhat`, one
+      elementwise op for `dx`, and one that sums `dy * xhat` and `dy` over
+      the rows (in row order) for `dgamma` and `dbeta`. An `rms_norm_grad`
+      without `rstd` first recomputes it as the forward does;
     * `fff.tree_ffn` / `fff.leaf_tree_ffn` become `scf.for` loops over
       buffers (`bufferization.to_buffer` of the operands, a fresh buffer for
       the result), because each row's path through the tree is data
@@ -48,6 +53,17 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     the CPU pipeline splits across threads; smaller ones with `scf.for`.
     The rows are independent, so the result is the same whichever rows run
     together.
+
+    `fff.layer_norm_grad` and `fff.rms_norm_grad` become a loop over
+    blocks of rows: `max(1, min(rows, row_blocks))` blocks (`row_blocks` =
+    64, recorded in `fff.strategy`), a function of the shape alone, threaded
+    as the forward's rows are. Each block zeroes partial `dgamma`/`dbeta`
+    rows of its own, then for each of its rows sums `g` and `g * xhat` (an
+    `rms_norm_grad` without `rstd`: `x^2` and `g * x`) in vector
+    accumulators, and in a second pass writes `dx` and adds the row's
+    `dy * xhat` and `dy` into its partials. The partial rows are then summed
+    in block order. No two threads write one location, and the parameter
+    gradients have the same bits for any thread count.
 
     A fused unit is inlined first. When the norm's input is computed by an
     elementwise `linalg.generic` that nothing else reads (a unit's prologue,

@@ -13,16 +13,20 @@ log = logging.getLogger("fff.torch")
 class Region:
     """One fff call the backend put in a graph: `kind` is the custom op
     (`fff::region`, `fff::tree_sublayer`, `fff::tree_ffn`, ...), `taken` the
-    fff ops it computes, `ops` the torch ops it stands for."""
+    fff ops it computes, `ops` the torch ops it stands for, `pipeline` the
+    fff pipeline (`cpu` or `gpu`) that compiled the code it runs."""
 
     kind: str
     taken: collections.Counter
     ops: list
     index: int | None = None  # fff::region's index, for a region
+    # The fff pipeline whose code runs the call: the backend takes CPU
+    # graphs, compiled with --fff-cpu-pipeline.
+    pipeline: str = "cpu"
 
     def __str__(self):
         computes = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in sorted(self.taken.items()))
-        return f"{self.kind}: {computes} ({len(self.ops)} torch ops: {', '.join(self.ops)})"
+        return f"{self.kind} [{self.pipeline}]: {computes} ({len(self.ops)} torch ops: {', '.join(self.ops)})"
 
 
 @dataclasses.dataclass

@@ -202,10 +202,14 @@ def _count(name):
 
 
 def _stats_shape(x, normalized_ndim):
+    _normalized(x, normalized_ndim)
     return x.shape[:x.dim() - normalized_ndim] + (1,) * normalized_ndim
 
 
 def _normalized(x, normalized_ndim):
+    """x's trailing `normalized_ndim` extents, the normalized shape."""
+    if not 1 <= normalized_ndim <= x.dim():
+        raise ValueError(f"normalized_ndim must be in [1, {x.dim()}] (the input's rank), got {normalized_ndim}")
     return tuple(x.shape[x.dim() - normalized_ndim:])
 
 
@@ -257,8 +261,19 @@ def _layer_norm_setup(ctx, inputs, output):
 
 def _layer_norm_backward(ctx, dy, _dmean, _drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dweight, dbias = torch.ops.fff.layer_norm_train_backward(dy, x, mean, rstd, weight, ctx.normalized_ndim,
-                                                                  ctx.has_bias, ctx.eps)
+    if torch.is_grad_enabled():
+        # backward(create_graph=True): the gradient must itself be
+        # differentiable, which fff's backward op is not; torch's is.
+        shape = _normalized(x, ctx.normalized_ndim)
+        bias = torch.zeros(shape, dtype=x.dtype) if ctx.has_bias else None
+        dx, dweight, dbias = torch.ops.aten.native_layer_norm_backward(
+            # Its double backward differentiates through x (mean and rstd
+            # are x's) and takes the statistics as constants.
+            dy, x, shape, mean.detach(), rstd.detach(), weight, bias,
+            [True, weight is not None, ctx.has_bias])
+    else:
+        dx, dweight, dbias = torch.ops.fff.layer_norm_train_backward(dy, x, mean, rstd, weight,
+                                                                      ctx.normalized_ndim, ctx.has_bias, ctx.eps)
     return dx, dweight if weight is not None else None, dbias if ctx.has_bias else None, None, None
 
 
@@ -301,8 +316,27 @@ def _rms_norm_setup(ctx, inputs, output):
 
 def _rms_norm_backward(ctx, dy):
     x, weight = ctx.saved_tensors
+    if torch.is_grad_enabled():
+        # backward(create_graph=True): the gradient in torch's ops, which
+        # autograd differentiates again; fff's backward op is not.
+        dx, dweight = _rms_norm_vjp(x, weight, dy, ctx.normalized_ndim, ctx.eps)
+        return dx, dweight, None, None
     dx, dweight = torch.ops.fff.rms_norm_train_backward(dy, x, weight, ctx.normalized_ndim, ctx.eps)
     return dx, dweight if weight is not None else None, None, None
+
+
+def _rms_norm_vjp(x, weight, dy, normalized_ndim, eps):
+    """dx and dweight of rms_norm by DESIGN.md's formula in torch ops (which
+    autograd differentiates again), in f32 for half types, as ATen is."""
+    dims = tuple(range(x.dim() - normalized_ndim, x.dim()))
+    wide = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    g = dy.to(wide.dtype) * (weight.to(wide.dtype) if weight is not None else 1)
+    rstd = (wide.square().mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = wide * rstd
+    dx = rstd * (g - xhat * (g * xhat).mean(dims, keepdim=True))
+    rows = tuple(range(x.dim() - normalized_ndim))
+    dweight = (dy.to(wide.dtype) * xhat).sum(rows).to(weight.dtype) if weight is not None else None
+    return dx.to(x.dtype), dweight
 
 
 rms_norm_train.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
