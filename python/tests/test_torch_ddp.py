@@ -40,6 +40,9 @@ def _step(model, rank, compiled):
 
 def _worker(rank, port, out_dir):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # gloo picks its interface from the hostname unless told: loopback, so
+    # that a machine whose hostname does not resolve runs the test too.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     try:
