@@ -291,3 +291,28 @@ def test_a_double_backward_is_torch_s(kind):
 def test_bad_calls_of_the_trained_ops_are_one_line_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_a_norm_whose_weight_is_computed_trains_on_fff():
+    """Gemma's RMSNorm scales by (1 + weight): torch computes 1 + weight,
+    and its gradient, and fff's trained norm takes it as its weight."""
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+
+    torch.manual_seed(0)
+    norm = GemmaRMSNorm(48, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.uniform_(-0.5, 0.5)
+    x = torch.randn(6, 48)
+    dy = torch.randn(6, 48)
+    report = fff.torch.explain(copy.deepcopy(norm), x.clone().requires_grad_(), backward=True,
+                               options={"fallback": "eager"}, print_report=False)
+    assert dict(report.taken) == {"rms_norm": 1} and dict(report.backward_calls) == {"rms_norm_grad": 1}, \
+        str(report)
+    torch._dynamo.reset()
+    trained = copy.deepcopy(norm)
+    compiled = torch.compile(trained, backend="fff", options={"fallback": "eager"})
+    leaf, reference = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled(leaf).backward(dy)
+    norm(reference).backward(dy)
+    assert relative_error(leaf.grad, reference.grad) < 1e-5
+    assert relative_error(trained.weight.grad, norm.weight.grad) < 1e-5

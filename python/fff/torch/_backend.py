@@ -131,7 +131,9 @@ def _norm_core(partition):
     norm: without the work before it whose values other ops read too (the
     residual add before LLaMA's hand-written RMSNorm), so that the norm
     alone is left. A value that leaves the region and feeds another that
-    leaves it is such work: it goes, and all it is computed from."""
+    leaves it is such work: it goes, and all it is computed from. So does
+    work on lower-rank values (parameters) that reads nothing else of the
+    region."""
     nodes = set(partition.nodes)
     leaving = {n for n in nodes if any(user not in nodes for user in n.users)}
 
@@ -148,7 +150,23 @@ def _norm_core(partition):
     for value in leaving:
         if reach(value, lambda n: n.users) & leaving:
             peeled |= {value} | reach(value, lambda n: n.all_input_nodes)
+    # Work on the parameters alone (Gemma's `1 + weight`): torch computes
+    # it, and its gradient, and the norm takes the result as its weight.
+    rank = max((_rank(n) for n in nodes), default=0)
+    grown = True
+    while grown:
+        grown = False
+        for node in nodes - peeled:
+            inside = [n for n in node.all_input_nodes if n in nodes]
+            if 0 < _rank(node) < rank and all(n in peeled for n in inside):
+                peeled.add(node)
+                grown = True
     return Partition(nodes=[n for n in partition.nodes if n not in peeled])
+
+
+def _rank(node):
+    value = example_value(node)
+    return value.dim() if isinstance(value, torch.Tensor) else 0
 
 
 def _take_trained_region(gm, node, index, inner, report):
