@@ -25,6 +25,7 @@
 #include "RowEmitter.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -34,15 +35,22 @@ namespace {
 
 /// What both backward ops share: dy, x and dx as [rows, n], gamma widened,
 /// the parameter gradients' partial rows, and the loops over blocks of rows.
+/// A parameter gradient nothing uses (dgamma where raising found only dx)
+/// is not computed.
 struct GradRows {
   GradRows(ImplicitLocOpBuilder &b, Value gradOutput, Value input,
-           Value gamma, int64_t normalizedRank, unsigned paramGrads,
+           Value gamma, int64_t normalizedRank, ValueRange paramGrads,
            const CPUTarget &target)
       : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
         strategy(selectCPUNormGradStrategy(
             staticRowSize(type, normalizedRank), target)),
-        emit(b, strategy), paramGrads(paramGrads) {
+        emit(b, strategy) {
+    // dgamma sums dy * xhat, dbeta dy: with a scale the first gradient is
+    // dgamma.
+    for (auto [i, result] : llvm::enumerate(paramGrads))
+      if (!result.use_empty())
+        summed.push_back({i, gamma && i == 0});
     xBuffer = emit.readBuffer(input);
     x = emit.rowsView(xBuffer, leadingRank);
     dy = emit.rowsView(emit.readBuffer(gradOutput), leadingRank);
@@ -61,7 +69,7 @@ struct GradRows {
         b, one,
         arith::MinUIOp::create(b, rows, emit.index(strategy.rowBlocks)));
     rowsPerBlock = arith::CeilDivUIOp::create(b, rows, blocks);
-    for (unsigned i = 0; i < paramGrads; ++i)
+    for (size_t i = 0; i < summed.size(); ++i)
       partials.push_back(emit.VectorEmitter::alloc(
           MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
                           b.getF32Type()),
@@ -95,15 +103,13 @@ struct GradRows {
           centred = arith::SubFOp::create(b, centred, meanG);
         emit.store(arith::MulFOp::create(b, rstd, centred), dx, {row, j}, mask);
         // Masked-off lanes load as zero, so they add zero to the partials.
-        SmallVector<Value> terms;
-        if (gamma)
-          terms.push_back(arith::MulFOp::create(b, dyValue, xhatValue));
-        if (terms.size() < paramGrads)
-          terms.push_back(dyValue);
-        for (auto [term, partial] : llvm::zip_equal(terms, partials)) {
-          Value sum = arith::AddFOp::create(
+        for (auto [sum, partial] : llvm::zip_equal(summed, partials)) {
+          Value term = sum.timesXhat
+                           ? arith::MulFOp::create(b, dyValue, xhatValue)
+                           : dyValue;
+          Value total = arith::AddFOp::create(
               b, emit.load(partial, {block, j}, mask), term);
-          emit.store(sum, partial, {block, j}, mask);
+          emit.store(total, partial, {block, j}, mask);
         }
       };
       emit.forEachStep(
@@ -123,11 +129,24 @@ struct GradRows {
                  });
   }
 
-  /// The parameter gradients: each partial's rows summed in block order,
-  /// narrowed to `types`.
+  /// The parameter gradients `results` stand for: each summed one's
+  /// partial rows added in block order and narrowed to its type; an empty
+  /// tensor for each one nothing uses.
   SmallVector<Value> parameterGradients(ValueRange results) {
     SmallVector<Value> gradients;
-    for (auto [partial, result] : llvm::zip_equal(partials, results)) {
+    for (Value result : results) {
+      auto resultType = cast<RankedTensorType>(result.getType());
+      SmallVector<Value> extents;
+      for (int64_t dim = 0; dim < resultType.getRank(); ++dim)
+        if (resultType.isDynamicDim(dim))
+          extents.push_back(
+              memref::DimOp::create(b, xBuffer, leadingRank + dim));
+      gradients.push_back(tensor::EmptyOp::create(b, resultType.getShape(),
+                                                  resultType.getElementType(),
+                                                  extents));
+    }
+    for (auto [sum, partial] : llvm::zip_equal(summed, partials)) {
+      Value result = results[sum.result];
       auto resultType = cast<RankedTensorType>(result.getType());
       Value buffer = emit.VectorEmitter::alloc(
           MemRefType::get({ShapedType::kDynamic}, resultType.getElementType()),
@@ -145,7 +164,7 @@ struct GradRows {
       };
       emit.forEachStep(
           n, emit.getLanes(), [&](Value j) { column(j, Value()); }, column);
-      gradients.push_back(reshape(buffer, resultType));
+      gradients[sum.result] = reshape(buffer, resultType);
     }
     return gradients;
   }
@@ -157,7 +176,13 @@ struct GradRows {
   int64_t leadingRank;
   CPUNormGradStrategy strategy;
   RowEmitter emit;
-  unsigned paramGrads;
+  /// A parameter gradient that is computed: its result's position, and
+  /// whether it sums dy * xhat (dgamma) or dy (dbeta).
+  struct Summed {
+    size_t result;
+    bool timesXhat;
+  };
+  SmallVector<Summed, 2> summed;
   Value xBuffer, x, dy, dx, dxBuffer, gamma, rows, n, inverseCount, blocks,
       rowsPerBlock;
   SmallVector<Value> partials;
@@ -216,7 +241,7 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     GradRows grad(b, adaptor.getGradOutput(), adaptor.getInput(),
                   adaptor.getGamma(), op.getNormalizedRank(),
-                  op.getParamGrads().size(), target);
+                  op.getParamGrads(), target);
     RowEmitter &emit = grad.emit;
     Value means = emit.flatView(emit.readBuffer(adaptor.getMean()));
     Value rstds = emit.flatView(emit.readBuffer(adaptor.getRstd()));
@@ -266,7 +291,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     GradRows grad(b, adaptor.getGradOutput(), adaptor.getInput(),
                   adaptor.getGamma(), op.getNormalizedRank(),
-                  op.getParamGrads().size(), target);
+                  op.getParamGrads(), target);
     RowEmitter &emit = grad.emit;
     Value rstds = emit.flatView(emit.readBuffer(adaptor.getRstd()));
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());

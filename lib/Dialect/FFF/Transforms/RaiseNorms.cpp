@@ -10,13 +10,14 @@
 // from: block arguments, or the results of elementwise ops (a residual add,
 // a bias add, an upcast), which stay in place for fusion to take. Roots are
 // tried from the last op backwards, so that the largest match (with gamma
-// and beta) wins.
+// and beta) wins. A root that is no norm may be a LayerNorm backward's dx
+// (RaiseNormGrads.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "fff/Dialect/FFF/Transforms/Passes.h"
 
-#include "ScalarTerms.h"
+#include "NormTerms.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
@@ -34,17 +35,6 @@ using namespace fff;
 namespace {
 
 using Kind = Term::Kind;
-
-bool isConstant(const Term *t, double value) {
-  return t->is(Kind::Constant) && sameConstant(t->constant, value);
-}
-
-/// What the row statistics of one norm must agree on.
-struct RowShape {
-  int64_t rank;    // of the root iteration space
-  int64_t reduced; // trailing dims normalized over
-  double count;    // N, their static element count
-};
 
 /// mean(inner) over the trailing dims: sum(inner) / N or sum(inner) * (1/N).
 Term *matchMean(Term *t, const RowShape &row) {
@@ -67,25 +57,6 @@ bool isSquareOf(const Term *square, const Term *t) {
   return square->is(Kind::Mul) && equal(square->operand(0), t) &&
          equal(square->operand(1), t);
 }
-
-/// The multiplicands and divisors of a product, flattened through
-/// multiplications and divisions; false past `limit` of them (a norm has
-/// at most three, and a product DAG can be exponentially wide).
-struct Factors {
-  SmallVector<Term *, 4> numerators, denominators;
-
-  bool add(Term *t, bool divides, size_t limit = 4) {
-    if (t->is(Kind::Mul))
-      return add(t->operand(0), divides, limit) &&
-             add(t->operand(1), divides, limit);
-    if (t->is(Kind::Div))
-      return add(t->operand(0), divides, limit) &&
-             add(t->operand(1), !divides, limit);
-    if (!isConstant(t, 1.0))
-      (divides ? denominators : numerators).push_back(t);
-    return numerators.size() + denominators.size() <= limit;
-  }
-};
 
 /// var + eps; returns var (without a clamp at zero, which a variance never
 /// needs) and sets `epsilon`.
@@ -124,41 +95,6 @@ Term *takeInverseStd(Factors &factors, double &epsilon) {
   if (Term *variance = take(factors.numerators, Kind::Rsqrt))
     return variance;
   return take(factors.denominators, Kind::Sqrt);
-}
-
-/// The tensor whose every element `t` reads at the root's own index, of the
-/// root's type if several are (an input and its upcast, say).
-Value fullRead(const Term *t, RankedTensorType preferred) {
-  Value found;
-  for (auto [tensor, map] : t->origins) {
-    if (!map.isIdentity() || map.getNumDims() != unsigned(preferred.getRank()))
-      continue;
-    if (tensor.getType() == preferred)
-      return tensor;
-    if (!found)
-      found = tensor;
-  }
-  return found;
-}
-
-/// A tensor `t` reads as a norm parameter: shaped like the trailing dims and
-/// read at them, of element type `preferred` if several are.
-Value trailingRead(const Term *t, const RowShape &row, Type preferred) {
-  Value found;
-  for (auto [tensor, map] : t->origins) {
-    if (map.getNumResults() != unsigned(row.reduced) ||
-        llvm::any_of(llvm::enumerate(map.getResults()), [&](auto result) {
-          return result.value() !=
-                 getAffineDimExpr(row.rank - row.reduced + result.index(),
-                                  map.getContext());
-        }))
-      continue;
-    if (getElementTypeOrSelf(tensor.getType()) == preferred)
-      return tensor;
-    if (!found)
-      found = tensor;
-  }
-  return found;
 }
 
 /// What a matched norm needs to be rebuilt.
@@ -350,12 +286,20 @@ struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
                                     resultType.getRank(), &getContext()));
       if (!term)
         continue;
-      std::optional<NormMatch> match = matchNorm(term, resultType);
-      if (!match)
-        continue;
       rewriter.setInsertionPoint(op);
-      Value raised = buildNorm(rewriter, op.getLoc(), *match);
-      rewriter.replaceAllUsesWith(op->getResult(0), raised);
+      if (std::optional<NormMatch> match = matchNorm(term, resultType)) {
+        Value raised = buildNorm(rewriter, op.getLoc(), *match);
+        rewriter.replaceAllUsesWith(op->getResult(0), raised);
+      } else if (std::optional<NormGradMatch> grad =
+                     matchLayerNormGrad(term, resultType)) {
+        Value raised =
+            LayerNormGradOp::create(
+                rewriter, op.getLoc(), grad->gradOutput, grad->input,
+                grad->mean, grad->rstd, grad->gamma,
+                rewriter.getI64IntegerAttr(grad->normalizedRank), UnitAttr())
+                .getGradInput();
+        rewriter.replaceAllUsesWith(op->getResult(0), raised);
+      }
     }
     // The decomposed chains are dead now, except where they had other uses.
     if (failed(applyPatternsGreedily(getOperation(),
