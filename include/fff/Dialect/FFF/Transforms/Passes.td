@@ -28,6 +28,15 @@ def RaiseNorms : Pass<"fff-raise-norms"> {
     (unbiased variance does not match), eps must sit inside the square
     root, and the reduced dims must be the trailing ones. Intermediates
     with other uses stay in place, so those uses keep their values.
+
+    A root that is no norm may be the `dx` of a LayerNorm backward, as
+    torch's decomposition of `aten.native_layer_norm_backward` writes it
+    (torch-mlir and AOTAutograd emit it): `(rstd / N) * ((g * N - sum(g)) -
+    xhat * sum(g * xhat))` with `xhat = (x - mean) * rstd`, `g = dy [*
+    gamma]`, and `mean`, `rstd` f32 per-row statistics (`[rows..., 1...]`).
+    It becomes `fff.layer_norm_grad`; `dgamma` and `dbeta`, sums over the
+    rows, stay linalg. The decomposed backward of a hand-written RMSNorm is
+    not raised.
   }];
   let dependentDialects = ["::fff::FFFDialect"];
 }
