@@ -2,8 +2,9 @@
 # traced with torch-mlir's decompositions (make_fx) and imported to
 # linalg-on-tensors, in f32, f16 and bf16, with and without gamma, over one
 # and two trailing dims. fff-raise-norms must raise its dx to
-# fff.layer_norm_grad; fff-run then runs the module (dx on fff's op, dgamma
-# and dbeta as linalg), and as traced (--no-raise), against torch's own
+# fff.layer_norm_grad (in f32 with its dgamma and dbeta; in f16 and bf16,
+# whose sums torch-mlir takes in f32, those stay linalg); fff-run then runs
+# the module, and as traced (--no-raise), against torch's own
 # backward in float64 on the same rounded inputs.
 #
 # REQUIRES: numpy, torch

@@ -10,6 +10,8 @@
 #define FFF_LIB_DIALECT_FFF_TRANSFORMS_NORMTERMS_H
 
 #include "ScalarTerms.h"
+#include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -94,6 +96,12 @@ struct NormGradMatch {
 /// not one (RaiseNormGrads.cpp).
 std::optional<NormGradMatch> matchLayerNormGrad(Term *root,
                                                 mlir::RankedTensorType type);
+
+/// Replaces the sums over the rows that compute `grad`'s dgamma
+/// (dy * xhat) and dbeta (dy) by the results of one fff.layer_norm_grad,
+/// which then stands for `grad` too (RaiseNormGrads.cpp).
+void raiseParameterGradients(mlir::RewriterBase &rewriter,
+                             LayerNormGradOp grad);
 
 } // namespace fff
 

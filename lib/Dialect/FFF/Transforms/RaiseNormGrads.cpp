@@ -11,11 +11,19 @@
 // [leading dims, ones] read at each row. Products commute; the 1/N may be
 // a division or a multiplication. Anything else (another N, another rstd in
 // xhat than outside, sums over other dims) is not a LayerNorm's gradient
-// and stays as it is. dgamma and dbeta, sums over the rows, stay linalg.
+// and stays as it is. Then dgamma and dbeta: sums over the rows of dy * xhat
+// and of dy, each a reduction of its own reading the raised op's dy and an
+// xhat of its x, mean and rstd, become the op's own results.
 //
 //===----------------------------------------------------------------------===//
 
 #include "NormTerms.h"
+
+#include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace fff;
@@ -191,4 +199,189 @@ std::optional<NormGradMatch> fff::matchLayerNormGrad(Term *root,
       return found;
   }
   return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// dgamma and dbeta
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum class ColumnSum { None, OfGradXhat, OfGrad };
+
+/// Whether `value` is 0.0 filled into a tensor.
+bool isZeroFill(Value value) {
+  auto fill = value.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto attr = constant ? dyn_cast<FloatAttr>(constant.getValue()) : nullptr;
+  return attr && attr.getValueAsDouble() == 0.0;
+}
+
+/// Whether `xhat` is (x - mean) * rstd of `grad`'s own x, mean and rstd.
+bool isXhatOf(const Term *xhat, LayerNormGradOp grad, const RowShape &row) {
+  if (!xhat->is(Kind::Mul))
+    return false;
+  auto type = cast<RankedTensorType>(grad.getInput().getType());
+  for (int i : {0, 1}) {
+    Term *centred = xhat->operand(i);
+    if (centred->is(Kind::Sub) &&
+        fullRead(centred->operand(0), type) == grad.getInput() &&
+        statisticRead(centred->operand(1), row) == grad.getMean() &&
+        statisticRead(xhat->operand(1 - i), row) == grad.getRstd())
+      return true;
+  }
+  return false;
+}
+
+/// What the summand `factors` (a value read whole, or a product of two)
+/// is: dy * xhat, dy, or neither.
+ColumnSum classify(ArrayRef<Term *> factors, LayerNormGradOp grad,
+                   const RowShape &row) {
+  auto type = cast<RankedTensorType>(grad.getInput().getType());
+  auto isDy = [&](const Term *t) {
+    return t && fullRead(t, type) == grad.getGradOutput();
+  };
+  if (factors.size() == 1 && isDy(factors[0]))
+    return ColumnSum::OfGrad;
+  SmallVector<Term *, 2> product(factors);
+  if (product.size() == 1 && product[0] && product[0]->is(Kind::Mul))
+    product = {product[0]->operand(0), product[0]->operand(1)};
+  if (product.size() != 2 || !product[0] || !product[1])
+    return ColumnSum::None;
+  for (int i : {0, 1})
+    if (isDy(product[i]) && isXhatOf(product[1 - i], grad, row))
+      return ColumnSum::OfGradXhat;
+  return ColumnSum::None;
+}
+
+/// What `generic` sums over the rows of `grad`'s input: dy * xhat (its
+/// dgamma), dy (its dbeta), or neither. Its result must be of the type the
+/// op gives the gradient (a 16-bit one summed in f32 and then narrowed is
+/// left as it is).
+ColumnSum columnSum(linalg::GenericOp generic, LayerNormGradOp grad,
+                    const RowShape &row) {
+  int64_t leading = row.rank - row.reduced;
+  if (generic->getNumResults() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != unsigned(row.rank) ||
+      !isZeroFill(generic.getDpsInits()[0]))
+    return ColumnSum::None;
+  auto iterators = generic.getIteratorTypesArray();
+  for (int64_t dim = 0; dim < row.rank; ++dim)
+    if ((iterators[dim] == utils::IteratorType::reduction) != (dim < leading))
+      return ColumnSum::None;
+  MLIRContext *context = generic.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(row.rank, context);
+  SmallVector<AffineExpr> columns;
+  for (int64_t dim = leading; dim < row.rank; ++dim)
+    columns.push_back(getAffineDimExpr(dim, context));
+  if (generic.getIndexingMapsArray().back() !=
+      AffineMap::get(row.rank, 0, columns, context))
+    return ColumnSum::None;
+
+  // The body: yield (summand + acc), summand a block argument (dy) or the
+  // product of two (dy and xhat), each an input read at the root's index.
+  Block &body = generic.getRegion().front();
+  Value acc = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return ColumnSum::None;
+  Value summand = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != acc && add.getRhs() != acc)
+    return ColumnSum::None;
+  auto inputRead = [&](Value arg) -> Value {
+    auto blockArg = dyn_cast<BlockArgument>(arg);
+    if (!blockArg || blockArg.getOwner() != &body ||
+        blockArg.getArgNumber() >= generic.getNumDpsInputs() ||
+        generic.getIndexingMapsArray()[blockArg.getArgNumber()] != identity)
+      return Value();
+    return generic.getDpsInputs()[blockArg.getArgNumber()];
+  };
+  // The summand's factors, each an input read at the root's index.
+  TermBuilder builder;
+  SmallVector<Term *, 2> factors;
+  if (Value read = inputRead(summand)) {
+    factors.push_back(builder.read(read, identity));
+  } else if (auto product = summand.getDefiningOp<arith::MulFOp>()) {
+    for (Value factor : product->getOperands()) {
+      Value read = inputRead(factor);
+      if (!read)
+        return ColumnSum::None;
+      factors.push_back(builder.read(read, identity));
+    }
+  }
+  ColumnSum kind = classify(factors, grad, row);
+  // The op gives dgamma only with a scale, and each in the input's element
+  // type (a 16-bit one summed in f32 and then narrowed stays as it is).
+  auto dyType = cast<RankedTensorType>(grad.getGradOutput().getType());
+  Type expected = grad.getGamma()
+                      ? grad.getGamma().getType()
+                      : RankedTensorType::get(
+                            dyType.getShape().take_back(row.reduced),
+                            dyType.getElementType());
+  if ((kind == ColumnSum::OfGradXhat && !grad.getGamma()) ||
+      generic->getResult(0).getType() != expected)
+    return ColumnSum::None;
+  return kind;
+}
+
+} // namespace
+
+void fff::raiseParameterGradients(RewriterBase &rewriter,
+                                  LayerNormGradOp grad) {
+  auto type = cast<RankedTensorType>(grad.getInput().getType());
+  RowShape row{type.getRank(), grad.getNormalizedRank(), 0.0};
+  // The sums read dy, or a product of dy computed apart (dy * xhat).
+  SetVector<Operation *> candidates;
+  for (Operation *user : grad.getGradOutput().getUsers()) {
+    candidates.insert(user);
+    if (isa<linalg::GenericOp>(user) && user->getNumResults() == 1)
+      for (Operation *next : user->getResult(0).getUsers())
+        candidates.insert(next);
+  }
+  linalg::GenericOp gammaSum, betaSum;
+  for (Operation *candidate : candidates) {
+    auto generic = dyn_cast<linalg::GenericOp>(candidate);
+    if (!generic)
+      continue;
+    ColumnSum kind = columnSum(generic, grad, row);
+    if (kind == ColumnSum::OfGradXhat && !gammaSum)
+      gammaSum = generic;
+    if (kind == ColumnSum::OfGrad && !betaSum)
+      betaSum = generic;
+  }
+  if (!gammaSum && !betaSum)
+    return;
+  // The op with dbeta too, where one is summed, put where the first of the
+  // old op and the sums was (so that it comes before every use of theirs),
+  // if its operands are defined there; its dx and dgamma stand for the old
+  // op's and the sums'.
+  Operation *first = grad;
+  for (linalg::GenericOp sum : {gammaSum, betaSum}) {
+    if (sum && sum->getBlock() != grad->getBlock())
+      return;
+    if (sum && sum->isBeforeInBlock(first))
+      first = sum;
+  }
+  for (Value operand : grad->getOperands()) {
+    Operation *definition = operand.getDefiningOp();
+    if (definition && (definition->getBlock() != first->getBlock() ||
+                       !definition->isBeforeInBlock(first)))
+      return;
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(first);
+  auto raised = LayerNormGradOp::create(
+      rewriter, grad.getLoc(), grad.getGradOutput(), grad.getInput(),
+      grad.getMean(), grad.getRstd(), grad.getGamma(),
+      grad.getNormalizedRankAttr(),
+      betaSum ? rewriter.getUnitAttr() : UnitAttr());
+  rewriter.replaceAllUsesWith(grad.getGradInput(), raised.getGradInput());
+  if (gammaSum)
+    rewriter.replaceAllUsesWith(gammaSum->getResult(0), raised.getGammaGrad());
+  if (betaSum)
+    rewriter.replaceAllUsesWith(betaSum->getResult(0), raised.getBetaGrad());
+  rewriter.eraseOp(grad);
 }

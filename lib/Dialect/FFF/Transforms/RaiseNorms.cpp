@@ -292,13 +292,15 @@ struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
         rewriter.replaceAllUsesWith(op->getResult(0), raised);
       } else if (std::optional<NormGradMatch> grad =
                      matchLayerNormGrad(term, resultType)) {
-        Value raised =
-            LayerNormGradOp::create(
-                rewriter, op.getLoc(), grad->gradOutput, grad->input,
-                grad->mean, grad->rstd, grad->gamma,
-                rewriter.getI64IntegerAttr(grad->normalizedRank), UnitAttr())
-                .getGradInput();
-        rewriter.replaceAllUsesWith(op->getResult(0), raised);
+        auto raised = LayerNormGradOp::create(
+            rewriter, op.getLoc(), grad->gradOutput, grad->input, grad->mean,
+            grad->rstd, grad->gamma,
+            rewriter.getI64IntegerAttr(grad->normalizedRank), UnitAttr());
+        rewriter.replaceAllUsesWith(op->getResult(0), raised.getGradInput());
+        raiseParameterGradients(rewriter, raised);
+        // The root goes now, so that the ops it read (an f32 dx before its
+        // narrowing to bf16) are not roots of a second match.
+        rewriter.eraseOp(op);
       }
     }
     // The decomposed chains are dead now, except where they had other uses.

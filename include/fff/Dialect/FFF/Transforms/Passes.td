@@ -34,9 +34,12 @@ def RaiseNorms : Pass<"fff-raise-norms"> {
     (torch-mlir and AOTAutograd emit it): `(rstd / N) * ((g * N - sum(g)) -
     xhat * sum(g * xhat))` with `xhat = (x - mean) * rstd`, `g = dy [*
     gamma]`, and `mean`, `rstd` f32 per-row statistics (`[rows..., 1...]`).
-    It becomes `fff.layer_norm_grad`; `dgamma` and `dbeta`, sums over the
-    rows, stay linalg. The decomposed backward of a hand-written RMSNorm is
-    not raised.
+    It becomes `fff.layer_norm_grad`. Sums over the rows of `dy * xhat`
+    and of `dy` (each a reduction of its own, reading the same dy and an
+    xhat of the same x, mean and rstd) become its `dgamma` and `dbeta`
+    where they have its element type; 16-bit ones summed in f32 and then
+    narrowed stay linalg. The decomposed backward of a hand-written RMSNorm
+    is not raised.
   }];
   let dependentDialects = ["::fff::FFFDialect"];
 }
