@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fff/Conversion/Passes.h"
 #include "fff/Conversion/FFFToLoops/FFFToLoops.h"
+#include "fff/Conversion/Passes.h"
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"

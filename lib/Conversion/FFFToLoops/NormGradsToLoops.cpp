@@ -44,9 +44,8 @@ public:
         sizes(tensor::getMixedSizes(b, b.getLoc(), input)) {
     MLIRContext *context = b.getContext();
     identity = AffineMap::getMultiDimIdentityMap(rank, context);
-    leading = AffineMap::get(rank, 0,
-                             identity.getResults().take_front(leadingRank),
-                             context);
+    leading = AffineMap::get(
+        rank, 0, identity.getResults().take_front(leadingRank), context);
     normalized = AffineMap::get(
         rank, 0, identity.getResults().drop_front(leadingRank), context);
     SmallVector<AffineExpr> statsExprs(
@@ -73,8 +72,9 @@ public:
 
   /// Sums of `terms` over each row: one f32 tensor over the leading dims
   /// per term.
-  SmallVector<Value> sumRows(ArrayRef<Indexed> inputs, unsigned terms,
-                             function_ref<SmallVector<Value>(ValueRange)> term) {
+  SmallVector<Value>
+  sumRows(ArrayRef<Indexed> inputs, unsigned terms,
+          function_ref<SmallVector<Value>(ValueRange)> term) {
     return sum(inputs, terms, /*overRows=*/false, term);
   }
 
@@ -94,8 +94,8 @@ public:
                                                utils::IteratorType::parallel);
     return build(inputs, {{init, identity}}, iterators,
                  [&](ValueRange args, ValueRange) {
-                   return SmallVector<Value>{narrow(
-                       compute(args), type.getElementType())};
+                   return SmallVector<Value>{
+                       narrow(compute(args), type.getElementType())};
                  })
         .front();
   }
@@ -117,9 +117,8 @@ public:
                                          utils::IteratorType::parallel),
         [&](OpBuilder &nested, Location loc, ValueRange args) {
           ImplicitLocOpBuilder nb(loc, nested);
-          linalg::YieldOp::create(
-              nb, ValueRange{arith::TruncFOp::create(
-                      nb, type.getElementType(), args[0])});
+          linalg::YieldOp::create(nb, ValueRange{arith::TruncFOp::create(
+                                          nb, type.getElementType(), args[0])});
         });
     return generic.getResult(0);
   }
@@ -147,14 +146,13 @@ private:
       iterators.push_back((dim < leadingRank) == overRows
                               ? utils::IteratorType::reduction
                               : utils::IteratorType::parallel);
-    return build(inputs, inits, iterators,
-                 [&](ValueRange args, ValueRange partials) {
-                   SmallVector<Value> sums;
-                   for (auto [partial, value] :
-                        llvm::zip_equal(partials, term(args)))
-                     sums.push_back(arith::AddFOp::create(b, partial, value));
-                   return sums;
-                 });
+    return build(
+        inputs, inits, iterators, [&](ValueRange args, ValueRange partials) {
+          SmallVector<Value> sums;
+          for (auto [partial, value] : llvm::zip_equal(partials, term(args)))
+            sums.push_back(arith::AddFOp::create(b, partial, value));
+          return sums;
+        });
   }
 
   /// A linalg.generic over the full index space whose body sees its inputs
@@ -187,8 +185,8 @@ private:
                                ? arg
                                : arith::ExtFOp::create(b, b.getF32Type(), arg)
                                      .getResult());
-          linalg::YieldOp::create(
-              b, body(wide, args.drop_front(inputs.size())));
+          linalg::YieldOp::create(b,
+                                  body(wide, args.drop_front(inputs.size())));
         });
     return SmallVector<Value>(generic.getResults());
   }
@@ -209,8 +207,8 @@ private:
 /// share; `args` hold g, xhat, rstd and the per-row means.
 Value inputGradient(ImplicitLocOpBuilder &b, Value g, Value xhat, Value rstd,
                     Value meanGXhat, Value meanG) {
-  Value centred = arith::SubFOp::create(
-      b, g, arith::MulFOp::create(b, xhat, meanGXhat));
+  Value centred =
+      arith::SubFOp::create(b, g, arith::MulFOp::create(b, xhat, meanGXhat));
   if (meanG)
     centred = arith::SubFOp::create(b, centred, meanG);
   return arith::MulFOp::create(b, rstd, centred);
@@ -269,26 +267,25 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
     if (gamma)
       inputs.push_back(space.parameter(gamma));
     auto xhat = [&](ValueRange args) -> Value {
-      return arith::MulFOp::create(b, arith::SubFOp::create(b, args[1], args[2]),
-                                   args[3]);
+      return arith::MulFOp::create(
+          b, arith::SubFOp::create(b, args[1], args[2]), args[3]);
     };
     auto scaledGrad = [&](ValueRange args) -> Value {
       return gamma ? arith::MulFOp::create(b, args[0], args[4]).getResult()
                    : args[0];
     };
 
-    SmallVector<Value> rowSums =
-        space.sumRows(inputs, 2, [&](ValueRange args) {
-          Value g = scaledGrad(args);
-          return SmallVector<Value>{
-              g, arith::MulFOp::create(b, g, xhat(args)).getResult()};
-        });
+    SmallVector<Value> rowSums = space.sumRows(inputs, 2, [&](ValueRange args) {
+      Value g = scaledGrad(args);
+      return SmallVector<Value>{
+          g, arith::MulFOp::create(b, g, xhat(args)).getResult()};
+    });
     SmallVector<Indexed> dxInputs(inputs);
     dxInputs.push_back(space.row(rowSums[0]));
     dxInputs.push_back(space.row(rowSums[1]));
     unsigned sums = dxInputs.size() - 2;
-    Value dx = space.map(
-        dxInputs, op.getGradInput().getType(), [&](ValueRange args) {
+    Value dx =
+        space.map(dxInputs, op.getGradInput().getType(), [&](ValueRange args) {
           Value meanG = arith::MulFOp::create(b, args[sums], inverseCount);
           Value meanGXhat =
               arith::MulFOp::create(b, args[sums + 1], inverseCount);
@@ -297,10 +294,10 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
         });
 
     SmallVector<Value> results{dx};
-    llvm::append_range(
-        results, parameterGradients(space, ArrayRef(inputs).take_front(4),
-                                    op.getParamGrads(),
-                                    bool(gamma), op.getBiasGrad(), xhat, b));
+    llvm::append_range(results,
+                       parameterGradients(space, ArrayRef(inputs).take_front(4),
+                                          op.getParamGrads(), bool(gamma),
+                                          op.getBiasGrad(), xhat, b));
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -330,8 +327,8 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
                 arith::MulFOp::create(b, args[0], args[0]).getResult()};
           })[0];
       auto rowType = cast<RankedTensorType>(squares.getType());
-      auto rowMap = AffineMap::getMultiDimIdentityMap(rowType.getRank(),
-                                                      b.getContext());
+      auto rowMap =
+          AffineMap::getMultiDimIdentityMap(rowType.getRank(), b.getContext());
       Value init = tensor::EmptyOp::create(
           b, tensor::getMixedSizes(b, b.getLoc(), squares), b.getF32Type());
       Value perRow =
@@ -344,9 +341,9 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
                 Value meanSquare =
                     arith::MulFOp::create(nb, args[0], inverseCount);
                 linalg::YieldOp::create(
-                    nb, ValueRange{math::RsqrtOp::create(
-                            nb, arith::AddFOp::create(nb, meanSquare,
-                                                      epsilon))});
+                    nb,
+                    ValueRange{math::RsqrtOp::create(
+                        nb, arith::AddFOp::create(nb, meanSquare, epsilon))});
               })
               .getResult(0);
       rstd = space.row(perRow);
@@ -372,18 +369,18 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
     SmallVector<Indexed> dxInputs(inputs);
     dxInputs.push_back(space.row(gXhatSum));
     unsigned sum = dxInputs.size() - 1;
-    Value dx = space.map(
-        dxInputs, op.getGradInput().getType(), [&](ValueRange args) {
+    Value dx =
+        space.map(dxInputs, op.getGradInput().getType(), [&](ValueRange args) {
           Value meanGXhat = arith::MulFOp::create(b, args[sum], inverseCount);
           return inputGradient(b, scaledGrad(args), xhat(args), args[2],
                                meanGXhat, Value());
         });
 
     SmallVector<Value> results{dx};
-    llvm::append_range(
-        results, parameterGradients(space, ArrayRef(inputs).take_front(3),
-                                    op.getParamGrads(),
-                                    bool(gamma), /*beta=*/false, xhat, b));
+    llvm::append_range(results,
+                       parameterGradients(space, ArrayRef(inputs).take_front(3),
+                                          op.getParamGrads(), bool(gamma),
+                                          /*beta=*/false, xhat, b));
     rewriter.replaceOp(op, results);
     return success();
   }

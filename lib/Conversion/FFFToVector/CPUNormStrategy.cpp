@@ -57,8 +57,8 @@ fff::selectCPUNormGradStrategy(std::optional<int64_t> rowSize,
 
 DictionaryAttr fff::CPUNormGradStrategy::toAttr(MLIRContext *context) const {
   Builder b(context);
-  SmallVector<NamedAttribute> attrs(CPUNormStrategy::toAttr(context).getValue());
-  attrs.push_back(
-      b.getNamedAttr("row_blocks", b.getI64IntegerAttr(rowBlocks)));
+  SmallVector<NamedAttribute> attrs(
+      CPUNormStrategy::toAttr(context).getValue());
+  attrs.push_back(b.getNamedAttr("row_blocks", b.getI64IntegerAttr(rowBlocks)));
   return b.getDictionaryAttr(attrs);
 }

@@ -1,4 +1,5 @@
-//===- NormGradsToVector.cpp - norm backward to CPU vector loops -*- C++ -*-===//
+//===- NormGradsToVector.cpp - norm backward to CPU vector loops -*- C++
+//-*-===//
 //
 // convert-fff-norms-to-vector's lowering of fff.layer_norm_grad and
 // fff.rms_norm_grad, with the arithmetic of the reference lowering
@@ -38,13 +39,13 @@ namespace {
 /// A parameter gradient nothing uses (dgamma where raising found only dx)
 /// is not computed.
 struct GradRows {
-  GradRows(ImplicitLocOpBuilder &b, Value gradOutput, Value input,
-           Value gamma, int64_t normalizedRank, ValueRange paramGrads,
+  GradRows(ImplicitLocOpBuilder &b, Value gradOutput, Value input, Value gamma,
+           int64_t normalizedRank, ValueRange paramGrads,
            const CPUTarget &target)
       : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
-        strategy(selectCPUNormGradStrategy(
-            staticRowSize(type, normalizedRank), target)),
+        strategy(selectCPUNormGradStrategy(staticRowSize(type, normalizedRank),
+                                           target)),
         emit(b, strategy) {
     // dgamma sums dy * xhat, dbeta dy: with a scale the first gradient is
     // dgamma.
@@ -141,9 +142,8 @@ struct GradRows {
         if (resultType.isDynamicDim(dim))
           extents.push_back(
               memref::DimOp::create(b, xBuffer, leadingRank + dim));
-      gradients.push_back(tensor::EmptyOp::create(b, resultType.getShape(),
-                                                  resultType.getElementType(),
-                                                  extents));
+      gradients.push_back(tensor::EmptyOp::create(
+          b, resultType.getShape(), resultType.getElementType(), extents));
     }
     for (auto [sum, partial] : llvm::zip_equal(summed, partials)) {
       Value result = results[sum.result];
@@ -207,12 +207,11 @@ private:
       return emit.toTensor(flat, type);
     SmallVector<OpFoldResult> sizes;
     for (int64_t dim = 0; dim < type.getRank(); ++dim)
-      sizes.push_back(
-          type.isDynamicDim(dim)
-              ? OpFoldResult(
-                    memref::DimOp::create(b, xBuffer, leadingRank + dim)
-                        .getResult())
-              : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
+      sizes.push_back(type.isDynamicDim(dim)
+                          ? OpFoldResult(memref::DimOp::create(
+                                             b, xBuffer, leadingRank + dim)
+                                             .getResult())
+                          : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
     ReassociationIndices all;
     for (int64_t dim = 0; dim < type.getRank(); ++dim)
       all.push_back(dim);
@@ -257,21 +256,21 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
           SmallVector<Value> sums = emit.reduceEach(
               grad.n, grad.strategy.accumulators, 2,
               [&](int64_t sum, Value j, Value partial, Value mask) -> Value {
-                Value g = grad.scaledGrad(emit.load(grad.dy, {row, j}, mask),
-                                          j, mask);
+                Value g = grad.scaledGrad(emit.load(grad.dy, {row, j}, mask), j,
+                                          mask);
                 // Masked-off lanes of dy load as zero: g is zero there.
-                Value term = sum == 0
-                                 ? g
-                                 : arith::MulFOp::create(
-                                       b, g, xhat(emit.load(grad.x, {row, j},
-                                                            mask)))
-                                       .getResult();
+                Value term =
+                    sum == 0
+                        ? g
+                        : arith::MulFOp::create(
+                              b, g, xhat(emit.load(grad.x, {row, j}, mask)))
+                              .getResult();
                 return arith::AddFOp::create(b, partial, term);
               });
-          Value meanG = emit.splat(
-              arith::MulFOp::create(b, sums[0], grad.inverseCount));
-          Value meanGXhat = emit.splat(
-              arith::MulFOp::create(b, sums[1], grad.inverseCount));
+          Value meanG =
+              emit.splat(arith::MulFOp::create(b, sums[0], grad.inverseCount));
+          Value meanGXhat =
+              emit.splat(arith::MulFOp::create(b, sums[1], grad.inverseCount));
           return std::make_tuple(rstdLanes, meanGXhat, meanG);
         },
         xhat);
@@ -302,8 +301,8 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
     grad.build(
         [&](Value row) {
           auto gradTimesX = [&](Value j, Value mask) -> Value {
-            Value g = grad.scaledGrad(emit.load(grad.dy, {row, j}, mask), j,
-                                      mask);
+            Value g =
+                grad.scaledGrad(emit.load(grad.dy, {row, j}, mask), j, mask);
             return arith::MulFOp::create(b, g,
                                          emit.load(grad.x, {row, j}, mask));
           };
@@ -333,13 +332,13 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
                   }
                   return arith::AddFOp::create(b, partial, term);
                 });
-            Value rstd = emit.reciprocalRoot(sums[0], grad.inverseCount,
-                                             epsilon);
+            Value rstd =
+                emit.reciprocalRoot(sums[0], grad.inverseCount, epsilon);
             rstdLanes = emit.splat(rstd);
             gXSum = arith::MulFOp::create(b, sums[1], rstd);
           }
-          Value meanGXhat = emit.splat(
-              arith::MulFOp::create(b, gXSum, grad.inverseCount));
+          Value meanGXhat =
+              emit.splat(arith::MulFOp::create(b, gXSum, grad.inverseCount));
           return std::make_tuple(rstdLanes, meanGXhat, Value());
         },
         xhat);

@@ -333,8 +333,8 @@ struct ConvertFFFNormsToVectorPass
     if (failed(checkVectorBits(getOperation(), vectorBits)))
       return signalPassFailure();
     ConversionTarget target(getContext());
-    target.addIllegalOp<LayerNormOp, RMSNormOp, LayerNormGradOp,
-                        RMSNormGradOp, FusionOp>();
+    target.addIllegalOp<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp,
+                        FusionOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFFFNormsToVectorPatterns(patterns,

@@ -44,9 +44,10 @@ public:
       mlir::Value flat = flatView(buffer);
       auto flatType = mlir::cast<mlir::MemRefType>(flat.getType());
       int64_t extent = flatType.getDimSize(0);
-      mlir::OpFoldResult n = mlir::ShapedType::isDynamic(extent)
-                           ? mlir::OpFoldResult(mlir::memref::DimOp::create(b, flat, 0))
-                           : mlir::OpFoldResult(b.getIndexAttr(extent));
+      mlir::OpFoldResult n =
+          mlir::ShapedType::isDynamic(extent)
+              ? mlir::OpFoldResult(mlir::memref::DimOp::create(b, flat, 0))
+              : mlir::OpFoldResult(b.getIndexAttr(extent));
       auto type = mlir::MemRefType::get({1, extent}, flatType.getElementType());
       return mlir::memref::ExpandShapeOp::create(
           b, type, flat, llvm::ArrayRef<mlir::ReassociationIndices>{{0, 1}},
@@ -58,7 +59,8 @@ public:
     for (int64_t dim = 0; dim < rank; ++dim)
       (dim < leadingRank ? leading : normalized).push_back(dim);
     return mlir::memref::CollapseShapeOp::create(
-        b, buffer, llvm::ArrayRef<mlir::ReassociationIndices>{leading, normalized});
+        b, buffer,
+        llvm::ArrayRef<mlir::ReassociationIndices>{leading, normalized});
   }
 
   /// `buffer` with all its dims collapsed into one; null stays null.
@@ -71,16 +73,17 @@ public:
     mlir::ReassociationIndices all;
     for (int64_t dim = 0; dim < rank; ++dim)
       all.push_back(dim);
-    return mlir::memref::CollapseShapeOp::create(b, buffer,
-                                           llvm::ArrayRef<mlir::ReassociationIndices>{all});
+    return mlir::memref::CollapseShapeOp::create(
+        b, buffer, llvm::ArrayRef<mlir::ReassociationIndices>{all});
   }
 
   /// `parameter` (a scale or bias of `n` elements; null stays null) in f32:
   /// a 16-bit one is widened once, into a fresh buffer, rather than for
   /// every row.
   mlir::Value widenedOnce(mlir::Value parameter, mlir::Value n) {
-    if (!parameter ||
-        mlir::cast<mlir::MemRefType>(parameter.getType()).getElementType().isF32())
+    if (!parameter || mlir::cast<mlir::MemRefType>(parameter.getType())
+                          .getElementType()
+                          .isF32())
       return parameter;
     mlir::Value wide = VectorEmitter::alloc(
         mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getF32Type()), n);
@@ -94,28 +97,34 @@ public:
 
   /// Loads the f32 vector of a norm's input at (row, column), under a mask
   /// if given.
-  using RowLoader = llvm::function_ref<mlir::Value(mlir::Value row, mlir::Value column, mlir::Value mask)>;
+  using RowLoader = llvm::function_ref<mlir::Value(
+      mlir::Value row, mlir::Value column, mlir::Value mask)>;
 
   /// The sum over row `row` of the norm's input of term(x), one f32.
   mlir::Value reduceRow(RowLoader x, mlir::Value row, mlir::Value n,
-                  llvm::function_ref<mlir::Value(mlir::Value)> term) {
-    return reduce(n, strategy.accumulators,
-                  [&](mlir::Value j, mlir::Value partial, mlir::Value mask) -> mlir::Value {
-                    mlir::Value contribution = term(x(row, j, mask));
-                    // term(0) need not be 0: masked-off lanes add nothing.
-                    if (mask)
-                      contribution = mlir::arith::SelectOp::create(
-                          b, mask, contribution, zeros());
-                    return mlir::arith::AddFOp::create(b, partial, contribution);
-                  });
+                        llvm::function_ref<mlir::Value(mlir::Value)> term) {
+    return reduce(
+        n, strategy.accumulators,
+        [&](mlir::Value j, mlir::Value partial,
+            mlir::Value mask) -> mlir::Value {
+          mlir::Value contribution = term(x(row, j, mask));
+          // term(0) need not be 0: masked-off lanes add nothing.
+          if (mask)
+            contribution =
+                mlir::arith::SelectOp::create(b, mask, contribution, zeros());
+          return mlir::arith::AddFOp::create(b, partial, contribution);
+        });
   }
 
   /// y[row, :] = compute(x[row, :], column, mask), a vector at a time; the
   /// last vector of a ragged row is masked.
   void
   writeRow(RowLoader x, mlir::Value y, mlir::Value row, mlir::Value n,
-           llvm::function_ref<mlir::Value(mlir::Value x, mlir::Value column, mlir::Value mask)> compute) {
-    writeCheckedRow(n, mlir::cast<mlir::MemRefType>(y.getType()).getElementType(),
+           llvm::function_ref<mlir::Value(mlir::Value x, mlir::Value column,
+                                          mlir::Value mask)>
+               compute) {
+    writeCheckedRow(n,
+                    mlir::cast<mlir::MemRefType>(y.getType()).getElementType(),
                     [&](mlir::Value j, mlir::Value mask) {
                       mlir::Value value = compute(x(row, j, mask), j, mask);
                       store(value, y, {row, j}, mask);
@@ -124,14 +133,17 @@ public:
   }
 
   /// rsqrt(sum / n + epsilon).
-  mlir::Value reciprocalRoot(mlir::Value sum, mlir::Value inverseCount, mlir::Value epsilon) {
+  mlir::Value reciprocalRoot(mlir::Value sum, mlir::Value inverseCount,
+                             mlir::Value epsilon) {
     mlir::Value mean = mlir::arith::MulFOp::create(b, sum, inverseCount);
-    return mlir::math::RsqrtOp::create(b, mlir::arith::AddFOp::create(b, mean, epsilon));
+    return mlir::math::RsqrtOp::create(
+        b, mlir::arith::AddFOp::create(b, mean, epsilon));
   }
 
   /// The loop over [0, rows), whose `body` builds one row; threaded for
   /// norms of at least `strategy.minParallelElements` elements.
-  void forEachRow(mlir::Value rows, mlir::Value n, llvm::function_ref<void(mlir::Value row)> body) {
+  void forEachRow(mlir::Value rows, mlir::Value n,
+                  llvm::function_ref<void(mlir::Value row)> body) {
     buildRowLoop(b, rows, mlir::arith::MulIOp::create(b, rows, n),
                  strategy.minParallelElements, strategy.toAttr(b.getContext()),
                  body);
@@ -144,7 +156,7 @@ private:
 /// The product of a norm's normalized extents, when all are static and it
 /// fits in int64_t (past that, the row is treated as of unknown size).
 inline std::optional<int64_t> staticRowSize(mlir::RankedTensorType type,
-                                     int64_t normalizedRank) {
+                                            int64_t normalizedRank) {
   std::optional<int64_t> size = 1;
   for (int64_t extent : type.getShape().take_back(normalizedRank)) {
     if (mlir::ShapedType::isDynamic(extent))

@@ -51,9 +51,8 @@ CPUNormStrategy selectCPUNormStrategy(std::optional<int64_t> rowSize,
                                       const CPUTarget &target);
 
 /// The same for a norm's backward.
-CPUNormGradStrategy
-selectCPUNormGradStrategy(std::optional<int64_t> rowSize,
-                          const CPUTarget &target);
+CPUNormGradStrategy selectCPUNormGradStrategy(std::optional<int64_t> rowSize,
+                                              const CPUTarget &target);
 
 } // namespace fff
 

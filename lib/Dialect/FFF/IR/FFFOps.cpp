@@ -242,9 +242,10 @@ static LogicalResult inferNormGradTypes(std::optional<Location> location,
 
 /// What both backward ops check beyond the forward's rules: the statistics'
 /// rank, and (via the contract) their extents.
-static LogicalResult verifyNormGrad(Operation *op, Value input, float epsilon,
-                                    int64_t normalizedRank, Value gamma,
-                                    ArrayRef<std::pair<StringRef, Value>> stats) {
+static LogicalResult
+verifyNormGrad(Operation *op, Value input, float epsilon,
+               int64_t normalizedRank, Value gamma,
+               ArrayRef<std::pair<StringRef, Value>> stats) {
   auto inputType = cast<RankedTensorType>(input.getType());
   for (auto [name, value] : stats) {
     if (!value)
@@ -314,7 +315,8 @@ void RMSNormGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 
 ShapeContract RMSNormGradOp::getShapeContract() {
   return normContract(getInput(), getNormalizedRank(), {{"scale", getGamma()}},
-                      {{"grad_output", getGradOutput()}}, {{"rstd", getRstd()}});
+                      {{"grad_output", getGradOutput()}},
+                      {{"rstd", getRstd()}});
 }
 
 LogicalResult RMSNormGradOp::verify() {

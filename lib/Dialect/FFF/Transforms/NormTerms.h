@@ -11,8 +11,8 @@
 
 #include "ScalarTerms.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include <optional>
@@ -74,7 +74,7 @@ inline mlir::Value trailingRead(const Term *t, const RowShape &row,
         llvm::any_of(llvm::enumerate(map.getResults()), [&](auto result) {
           return result.value() !=
                  mlir::getAffineDimExpr(row.rank - row.reduced + result.index(),
-                                  map.getContext());
+                                        map.getContext());
         }))
       continue;
     if (mlir::getElementTypeOrSelf(tensor.getType()) == preferred)

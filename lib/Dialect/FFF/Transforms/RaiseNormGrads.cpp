@@ -38,8 +38,8 @@ Value statisticRead(const Term *t, const RowShape &row) {
   int64_t leading = row.rank - row.reduced;
   for (auto [tensor, map] : t->origins) {
     auto type = dyn_cast<RankedTensorType>(tensor.getType());
-    if (!type || !type.getElementType().isF32() ||
-        type.getRank() != row.rank || map.getNumResults() != row.rank)
+    if (!type || !type.getElementType().isF32() || type.getRank() != row.rank ||
+        map.getNumResults() != row.rank)
       continue;
     bool fits = true;
     for (int64_t dim = 0; dim < row.rank && fits; ++dim) {
@@ -316,11 +316,11 @@ ColumnSum columnSum(linalg::GenericOp generic, LayerNormGradOp grad,
   // The op gives dgamma only with a scale, and each in the input's element
   // type (a 16-bit one summed in f32 and then narrowed stays as it is).
   auto dyType = cast<RankedTensorType>(grad.getGradOutput().getType());
-  Type expected = grad.getGamma()
-                      ? grad.getGamma().getType()
-                      : RankedTensorType::get(
-                            dyType.getShape().take_back(row.reduced),
-                            dyType.getElementType());
+  Type expected =
+      grad.getGamma()
+          ? grad.getGamma().getType()
+          : RankedTensorType::get(dyType.getShape().take_back(row.reduced),
+                                  dyType.getElementType());
   if ((kind == ColumnSum::OfGradXhat && !grad.getGamma()) ||
       generic->getResult(0).getType() != expected)
     return ColumnSum::None;
@@ -373,11 +373,11 @@ void fff::raiseParameterGradients(RewriterBase &rewriter,
   }
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(first);
-  auto raised = LayerNormGradOp::create(
-      rewriter, grad.getLoc(), grad.getGradOutput(), grad.getInput(),
-      grad.getMean(), grad.getRstd(), grad.getGamma(),
-      grad.getNormalizedRankAttr(),
-      betaSum ? rewriter.getUnitAttr() : UnitAttr());
+  auto raised =
+      LayerNormGradOp::create(rewriter, grad.getLoc(), grad.getGradOutput(),
+                              grad.getInput(), grad.getMean(), grad.getRstd(),
+                              grad.getGamma(), grad.getNormalizedRankAttr(),
+                              betaSum ? rewriter.getUnitAttr() : UnitAttr());
   rewriter.replaceAllUsesWith(grad.getGradInput(), raised.getGradInput());
   if (gammaSum)
     rewriter.replaceAllUsesWith(gammaSum->getResult(0), raised.getGammaGrad());
