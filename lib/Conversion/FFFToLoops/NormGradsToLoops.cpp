@@ -59,6 +59,11 @@ public:
   Indexed statistic(Value value) const { return {value, stats}; }
   Indexed parameter(Value value) const { return {value, normalized}; }
 
+  /// 1 / N, as an f32.
+  Value inverseRowCount() const {
+    return arith::DivFOp::create(b, f32(1.0), rowCount());
+  }
+
   /// N, the elements of one row, as an f32.
   Value rowCount() const {
     Value count = arith::ConstantIndexOp::create(b, 1);
@@ -255,8 +260,7 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     GradSpace space(b, adaptor.getInput(), op.getNormalizedRank());
-    Value inverseCount =
-        arith::DivFOp::create(b, space.f32(1.0), space.rowCount());
+    Value inverseCount = space.inverseRowCount();
     Value gamma = adaptor.getGamma();
 
     // Inputs of every generic: dy, x, mean, rstd[, gamma].
@@ -311,8 +315,7 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     GradSpace space(b, adaptor.getInput(), op.getNormalizedRank());
-    Value inverseCount =
-        arith::DivFOp::create(b, space.f32(1.0), space.rowCount());
+    Value inverseCount = space.inverseRowCount();
     Value gamma = adaptor.getGamma();
 
     // rstd as given, or recomputed from x as the forward computes it.

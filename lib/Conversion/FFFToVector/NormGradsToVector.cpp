@@ -169,7 +169,12 @@ struct GradRows {
     return gradients;
   }
 
-  Value gradInput() { return emit.toTensor(dxBuffer, type); }
+  /// dx, then the parameter gradients `paramGrads` stand for.
+  SmallVector<Value> results(ValueRange paramGrads) {
+    SmallVector<Value> values{emit.toTensor(dxBuffer, type)};
+    llvm::append_range(values, parameterGradients(paramGrads));
+    return values;
+  }
 
   ImplicitLocOpBuilder &b;
   RankedTensorType type;
@@ -274,9 +279,7 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
           return std::make_tuple(rstdLanes, meanGXhat, meanG);
         },
         xhat);
-    SmallVector<Value> results{grad.gradInput()};
-    llvm::append_range(results, grad.parameterGradients(op.getParamGrads()));
-    rewriter.replaceOp(op, results);
+    rewriter.replaceOp(op, grad.results(op.getParamGrads()));
     return success();
   }
 };
@@ -342,9 +345,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
           return std::make_tuple(rstdLanes, meanGXhat, Value());
         },
         xhat);
-    SmallVector<Value> results{grad.gradInput()};
-    llvm::append_range(results, grad.parameterGradients(op.getParamGrads()));
-    rewriter.replaceOp(op, results);
+    rewriter.replaceOp(op, grad.results(op.getParamGrads()));
     return success();
   }
 };

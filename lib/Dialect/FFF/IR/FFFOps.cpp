@@ -120,6 +120,19 @@ normContract(Value input, int64_t normalizedRank,
   return contract;
 }
 
+/// `OpTy`'s properties as parsed, with the defaults of the attributes not
+/// spelled out, which type inference reads before the op exists.
+template <typename OpTy>
+typename OpTy::Properties withDefaults(MLIRContext *context,
+                                       OpaqueProperties properties) {
+  typename OpTy::Properties props;
+  if (properties)
+    props = *properties.as<typename OpTy::Properties *>();
+  OpTy::populateDefaultProperties(
+      OperationName(OpTy::getOperationName(), context), props);
+  return props;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -132,10 +145,7 @@ LogicalResult LayerNormOp::inferReturnTypes(
     SmallVectorImpl<Type> &inferredReturnTypes) {
   // While parsing, attributes that were not spelled out have no value yet:
   // defaults are filled in only when the op is created.
-  Properties props;
-  if (properties)
-    props = *properties.as<Properties *>();
-  populateDefaultProperties(OperationName(getOperationName(), context), props);
+  auto props = withDefaults<LayerNormOp>(context, properties);
   LayerNormOp::Adaptor adaptor(operands, attributes, props, regions);
   Type inputType = adaptor.getInput().getType();
   inferredReturnTypes.push_back(inputType);
@@ -263,10 +273,7 @@ LogicalResult LayerNormGradOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location> location, ValueRange operands,
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferredReturnTypes) {
-  Properties props;
-  if (properties)
-    props = *properties.as<Properties *>();
-  populateDefaultProperties(OperationName(getOperationName(), context), props);
+  auto props = withDefaults<LayerNormGradOp>(context, properties);
   LayerNormGradOp::Adaptor adaptor(operands, attributes, props, regions);
   return inferNormGradTypes(location, getOperationName(), adaptor.getInput(),
                             adaptor.getGamma(), adaptor.getNormalizedRank(),
@@ -297,10 +304,7 @@ LogicalResult RMSNormGradOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location> location, ValueRange operands,
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferredReturnTypes) {
-  Properties props;
-  if (properties)
-    props = *properties.as<Properties *>();
-  populateDefaultProperties(OperationName(getOperationName(), context), props);
+  auto props = withDefaults<RMSNormGradOp>(context, properties);
   RMSNormGradOp::Adaptor adaptor(operands, attributes, props, regions);
   return inferNormGradTypes(location, getOperationName(), adaptor.getInput(),
                             adaptor.getGamma(), adaptor.getNormalizedRank(),

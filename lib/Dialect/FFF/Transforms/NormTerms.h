@@ -30,6 +30,25 @@ struct RowShape {
   double count;    // N, their static element count
 };
 
+/// `match(row)` for each row shape of a root of `type` (one trailing dim
+/// reduced, two, ...) until one matches; N must be static.
+template <typename Match>
+auto matchEachRowShape(mlir::RankedTensorType type, Match match)
+    -> decltype(match(RowShape{})) {
+  int64_t rank = type.getRank();
+  for (int64_t reduced = 1; reduced <= rank; ++reduced) {
+    llvm::ArrayRef<int64_t> trailing = type.getShape().take_back(reduced);
+    if (llvm::any_of(trailing, mlir::ShapedType::isDynamic))
+      break;
+    RowShape row{rank, reduced, 1.0};
+    for (int64_t extent : trailing)
+      row.count *= extent;
+    if (auto found = match(row))
+      return found;
+  }
+  return std::nullopt;
+}
+
 /// The multiplicands and divisors of a product, flattened through
 /// multiplications and divisions; false past `limit` of them (a norm has
 /// at most three, and a product DAG can be exponentially wide).

@@ -187,18 +187,9 @@ std::optional<NormGradMatch> fff::matchLayerNormGrad(Term *root,
                                                      RankedTensorType type) {
   if (!isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()))
     return std::nullopt;
-  int64_t rank = type.getRank();
-  for (int64_t reduced = 1; reduced <= rank; ++reduced) {
-    ArrayRef<int64_t> trailing = type.getShape().take_back(reduced);
-    if (llvm::any_of(trailing, ShapedType::isDynamic))
-      break; // N must be static
-    RowShape row{rank, reduced, 1.0};
-    for (int64_t extent : trailing)
-      row.count *= extent;
-    if (auto found = GradMatcher(row, type).match(root))
-      return found;
-  }
-  return std::nullopt;
+  return matchEachRowShape(type, [&](const RowShape &row) {
+    return GradMatcher(row, type).match(root);
+  });
 }
 
 //===----------------------------------------------------------------------===//

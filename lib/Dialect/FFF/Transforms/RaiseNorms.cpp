@@ -250,18 +250,9 @@ private:
 
 /// Tries every trailing-dims count: the reductions decide which is right.
 std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
-  int64_t rank = type.getRank();
-  for (int64_t reduced = 1; reduced <= rank; ++reduced) {
-    ArrayRef<int64_t> trailing = type.getShape().take_back(reduced);
-    if (llvm::any_of(trailing, ShapedType::isDynamic))
-      break; // N must be static
-    RowShape row{rank, reduced, 1.0};
-    for (int64_t extent : trailing)
-      row.count *= extent;
-    if (auto found = NormMatcher(row, type).match(root))
-      return found;
-  }
-  return std::nullopt;
+  return matchEachRowShape(type, [&](const RowShape &row) {
+    return NormMatcher(row, type).match(root);
+  });
 }
 
 struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
