@@ -44,6 +44,9 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
         reason = "it normalizes a value that is not an f32, f16 or bf16 tensor"
     elif not _static(value.shape[value.dim() - normalized_ndim:]):
         reason = "its normalized extents are dynamic"
+    elif not all(_parameter_fits(p, value, tuple(value.shape[value.dim() - normalized_ndim:]))
+                 for p in (weight, bias)):
+        reason = "its weight or bias is not of its input's dtype and normalized shape"
     else:
         normalized_shape = tuple(value.shape[value.dim() - normalized_ndim:])
         try:
