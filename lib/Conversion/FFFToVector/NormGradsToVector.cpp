@@ -39,6 +39,14 @@ namespace {
 /// A parameter gradient nothing uses (dgamma where raising found only dx)
 /// is not computed.
 struct GradRows {
+  /// The rows of `op`, a norm backward, whose operands `adaptor` holds.
+  template <typename GradOp>
+  GradRows(ImplicitLocOpBuilder &b, GradOp op, typename GradOp::Adaptor adaptor,
+           const CPUTarget &target)
+      : GradRows(b, adaptor.getGradOutput(), adaptor.getInput(),
+                 adaptor.getGamma(), op.getNormalizedRank(), op.getParamGrads(),
+                 target) {}
+
   GradRows(ImplicitLocOpBuilder &b, Value gradOutput, Value input, Value gamma,
            int64_t normalizedRank, ValueRange paramGrads,
            const CPUTarget &target)
@@ -243,9 +251,7 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    GradRows grad(b, adaptor.getGradOutput(), adaptor.getInput(),
-                  adaptor.getGamma(), op.getNormalizedRank(),
-                  op.getParamGrads(), target);
+    GradRows grad(b, op, adaptor, target);
     RowEmitter &emit = grad.emit;
     Value means = emit.flatView(emit.readBuffer(adaptor.getMean()));
     Value rstds = emit.flatView(emit.readBuffer(adaptor.getRstd()));
@@ -291,9 +297,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    GradRows grad(b, adaptor.getGradOutput(), adaptor.getInput(),
-                  adaptor.getGamma(), op.getNormalizedRank(),
-                  op.getParamGrads(), target);
+    GradRows grad(b, op, adaptor, target);
     RowEmitter &emit = grad.emit;
     Value rstds = emit.flatView(emit.readBuffer(adaptor.getRstd()));
     Value epsilon = emit.f32(op.getEpsilon().convertToFloat());
