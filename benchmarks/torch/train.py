@@ -15,9 +15,10 @@ Models: a training step (forward, loss, backward, AdamW step) of a small
 LLaMA-style and BERT-style model from transformers configs, random weights.
 
 Prints median ms (compilation excluded; the baselines timed round-robin
-with fff's) and fff's ratio to each baseline (>1: fff is faster). A norm's
-gradients, fff's and eager's, are held to float64's (the largest relative
-error of dx, dweight, dbias); a model's first loss to eager's.
+with fff's), fff's ratio to each baseline (>1: fff is faster), and each
+backward's GB/s, the baselines' too. A norm's gradients, fff's and eager's,
+are held to float64's (the largest relative error of dx, dweight, dbias); a
+model's first loss to eager's.
 Nothing asserts a speed; the table is the result.
 """
 
@@ -122,6 +123,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
           f"{fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | {bwd['inductor']:.2f} | "
           f"{bwd['fff']:.2f} | {bwd['inductor'] / bwd['fff']:.2f}x | {bwd[best] / bwd['fff']:.2f}x ({best}) | "
+          f"{moved / bwd['eager'] / 1e6:.1f} | {moved / bwd['inductor'] / 1e6:.1f} | "
           f"{moved / bwd['fff'] / 1e6:.1f} ({100 * moved / bwd['fff'] / 1e6 / bandwidth:.0f}%) | "
           f"{errors['fff']:.1e} | {errors['eager']:.1e} |", flush=True)
 
@@ -174,8 +176,9 @@ if not options.models_only:
     bandwidth = copy_bandwidth()
     print(f"\ncopy bandwidth (torch clone of 256 MiB, read + write): {bandwidth:.1f} GB/s\n")
     print("| norm | fwd+bwd eager | Inductor | fff | fff vs Inductor | bwd eager | Inductor | fff | "
-          "fff vs Inductor | fff vs fastest | fff bwd GB/s (of copy) | fff's grad error | eager's |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "fff vs Inductor | fff vs fastest | bwd GB/s eager | Inductor | fff (of copy) | fff's grad error | "
+          "eager's |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dtype in (torch.float32, torch.bfloat16):
         for kind in ("layer_norm", "rms_norm"):
             for rows, hidden in SHAPES:
