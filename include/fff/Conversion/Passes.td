@@ -326,7 +326,14 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
       ops on those rows; named for the ops in the order they run
       (`fused_layer_norm_tree_ffn_...`, `fused_tree_ffn_layer_norm_...`).
       A sublayer unit the kernel does not take is split, with a remark
-      that says why, into its tree layer and its norm's own unit.
+      that says why, into its tree layer and its norm's own unit;
+    - norm backward ops (`fff.layer_norm_grad`, `fff.rms_norm_grad`): two
+      kernels, `<op>_<type>_<size>_<strategy>` for dx and per-block
+      partial rows of dgamma and dbeta in f32 (the forward's row layouts;
+      each block sums a fixed range of rows in order), and
+      `..._column_sums`, launched only where a parameter gradient is used,
+      which adds the partial rows in block order. No atomics: the same bits
+      on every run.
 
     Transcendental math in kernels (erf, tanh, exp in activations and fused
     epilogues) becomes MLIR's f32 polynomial approximations, so no kernel
@@ -340,8 +347,9 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
     reduction replaying the GPU's shuffle butterfly on a buffer, and the
     same math approximations. The CPU pipeline runs it with `gpu-twin`, and
     `fff-run --gpu-twin` executes it, which is how the tests check each
-    kernel's arithmetic without a GPU. Ops without a kernel are left for
-    the CPU lowering.
+    kernel's arithmetic without a GPU. Ops without a kernel, and the norm
+    backward ops (whose kernels have no twin; the emulator runs them), are
+    left for the CPU lowering.
   }];
   let options = [
     Option<"cpuTwin", "cpu-twin", "bool", /*default=*/"false",

@@ -2,7 +2,8 @@
 //
 // Lowers each normalization and fused unit to one kernel launch, the kernel
 // written with the strategy `selectNormStrategy` picks, and runs the pass
-// (tree layers are in TreeFFNToGPU.cpp). Kernel outlining,
+// (tree layers are in TreeFFNToGPU.cpp, norm backward ops in
+// NormGradsToGPU.cpp). Kernel outlining,
 // NVVM conversion and PTX generation are upstream passes run by the GPU
 // pipeline afterwards.
 //
@@ -11,7 +12,9 @@
 #include "fff/Conversion/FFFToGPU/FFFToGPU.h"
 
 #include "LaneEmitter.h"
+#include "NormGradsToGPU.h"
 #include "NormKernel.h"
+#include "RowView.h"
 #include "SublayerToGPU.h"
 #include "TreeFFNToGPU.h"
 #include "UnitEvaluator.h"
@@ -47,11 +50,6 @@ using namespace mlir;
 using namespace fff;
 
 namespace {
-
-/// The dims [begin, end), as one reassociation group.
-ReassociationIndices dimRange(int64_t begin, int64_t end) {
-  return llvm::to_vector_of<int64_t, 2>(llvm::seq<int64_t>(begin, end));
-}
 
 //===----------------------------------------------------------------------===//
 // Fused units: their tensors evaluated one vector at a time
@@ -121,109 +119,6 @@ void bindUnit(NormProblem &p, int64_t width) {
 //===----------------------------------------------------------------------===//
 // Host side: views, buffers and the launch
 //===----------------------------------------------------------------------===//
-
-/// [[0..lead-1], [lead..rank-1]] (rows, then the normalized dims); with no
-/// leading dims, a unit row dim is added by expanding first.
-struct RowView {
-  RowView(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank) {
-    auto type = cast<RankedTensorType>(input.getType());
-    originalSizes = tensor::getMixedSizes(b, b.getLoc(), input);
-    int64_t rank = type.getRank();
-    int64_t lead = rank - normalizedRank;
-    if (lead == 0) {
-      // Give the single row an explicit unit dim.
-      SmallVector<int64_t> shape{1};
-      llvm::append_range(shape, type.getShape());
-      SmallVector<ReassociationIndices> expand;
-      expand.push_back({0, 1});
-      for (int64_t d = 2; d <= rank; ++d)
-        expand.push_back({d});
-      input = tensor::ExpandShapeOp::create(
-          b, RankedTensorType::get(shape, type.getElementType()), input,
-          expand);
-      type = cast<RankedTensorType>(input.getType());
-      rank += 1;
-      lead = 1;
-      unitRowAdded = true;
-    }
-    ReassociationIndices rowDims, normalizedDims;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < lead ? rowDims : normalizedDims).push_back(d);
-    matrixGroups = {rowDims, normalizedDims};
-    paramGroups = {dimRange(0, rank - lead)};
-    matrix = collapsedBuffer(b, input, matrixGroups);
-    auto matrixType = cast<MemRefType>(matrix.getType());
-    rows = memref::DimOp::create(b, matrix, 0);
-    rowSize = memref::DimOp::create(b, matrix, 1);
-    staticRowSize = matrixType.isDynamicDim(1)
-                        ? std::nullopt
-                        : std::optional<int64_t>(matrixType.getDimSize(1));
-  }
-
-  /// A fresh buffer shaped like `resultType` (an op result), with the
-  /// input's dynamic sizes; results are allocated in their final shape so
-  /// that bufferization can hand them to the caller as out-params.
-  Value allocResult(ImplicitLocOpBuilder &b,
-                    RankedTensorType resultType) const {
-    SmallVector<Value> dynamicSizes;
-    for (int64_t d = 0; d < resultType.getRank(); ++d)
-      if (resultType.isDynamicDim(d))
-        dynamicSizes.push_back(
-            getValueOrCreateConstantIndexOp(b, b.getLoc(), originalSizes[d]));
-    return memref::AllocOp::create(
-        b, MemRefType::get(resultType.getShape(), resultType.getElementType()),
-        dynamicSizes);
-  }
-
-  /// The output buffer seen as the [rows, rowSize] matrix the kernel writes.
-  Value outputMatrix(ImplicitLocOpBuilder &b, Value output) const {
-    if (unitRowAdded) {
-      auto type = cast<MemRefType>(output.getType());
-      Value flat = output;
-      if (type.getRank() > 1)
-        flat = memref::CollapseShapeOp::create(
-            b, output,
-            ArrayRef<ReassociationIndices>{dimRange(0, type.getRank())});
-      auto flatType = cast<MemRefType>(flat.getType());
-      return memref::ExpandShapeOp::create(
-          b,
-          MemRefType::get({1, flatType.getDimSize(0)},
-                          flatType.getElementType()),
-          flat, ArrayRef<ReassociationIndices>{{0, 1}},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1),
-                                 memref::getMixedSize(b, b.getLoc(), flat, 0)});
-    }
-    if (cast<MemRefType>(output.getType()).getRank() == 2)
-      return output;
-    return memref::CollapseShapeOp::create(b, output, matrixGroups);
-  }
-
-  /// A [lead..., 1...] statistics buffer seen as one value per row.
-  static Value statsVector(ImplicitLocOpBuilder &b, Value stats) {
-    auto type = cast<MemRefType>(stats.getType());
-    if (type.getRank() == 1)
-      return stats;
-    return memref::CollapseShapeOp::create(
-        b, stats, ArrayRef<ReassociationIndices>{dimRange(0, type.getRank())});
-  }
-
-  static Value toTensor(ImplicitLocOpBuilder &b, Value buffer) {
-    auto type = cast<MemRefType>(buffer.getType());
-    return bufferization::ToTensorOp::create(
-        b, RankedTensorType::get(type.getShape(), type.getElementType()),
-        buffer, /*restrict=*/true, /*writable=*/true);
-  }
-
-  SmallVector<OpFoldResult> originalSizes;
-  bool unitRowAdded = false;
-  SmallVector<ReassociationIndices> matrixGroups, paramGroups;
-  Value matrix, rows, rowSize;
-  std::optional<int64_t> staticRowSize;
-  /// The element type of the rows.
-  Type elementType() const {
-    return cast<MemRefType>(matrix.getType()).getElementType();
-  }
-};
 
 /// Builds the kernel `gpu.func @<op>_<strategy>` for `host` (a problem in
 /// host values) and returns the host values to launch it with, in
@@ -307,8 +202,8 @@ LogicalResult lowerNorm(Operation *op, ConversionPatternRewriter &rewriter,
   if (returnStats) {
     resultBuffers.push_back(view.allocResult(b, resultType(1)));
     resultBuffers.push_back(view.allocResult(b, resultType(2)));
-    problem.mean = RowView::statsVector(b, resultBuffers[1]);
-    problem.rstd = RowView::statsVector(b, resultBuffers[2]);
+    problem.mean = RowView::flatBuffer(b, resultBuffers[1]);
+    problem.rstd = RowView::flatBuffer(b, resultBuffers[2]);
   }
 
   auto results = [&] {
@@ -539,6 +434,9 @@ struct ConvertFFFToGPUPass
       return op->getParentOfType<FusionOp>() ||
              !whyTreeOpHasNoGPUKernel(op).empty();
     });
+    // Norm backward ops have GPU kernels and no twins.
+    target.addDynamicallyLegalOp<LayerNormGradOp, RMSNormGradOp>(
+        [twin = bool(cpuTwin)](Operation *) { return twin; });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     (void)populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant, treeStaging);
@@ -573,6 +471,8 @@ LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
     return failure();
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                           cpuTwin);
+  if (!cpuTwin)
+    populateNormGradsToGPUPatterns(patterns);
   populateTreeOpsToGPUPatterns(patterns, *options);
   populateSublayerToGPUPatterns(patterns, *options);
   return success();

@@ -210,6 +210,81 @@ NormStrategy fff::selectWarpNormStrategy(int64_t rowSize, Type elementType) {
           /*rowsPerBlock=*/1, /*vectorsPerThread=*/0};
 }
 
+namespace {
+/// A backward thread keeps, per row element it owns, x and dy in their
+/// storage type and two f32 partial sums (dy * xhat, dy): 4 registers an
+/// element in f32, 3 in 16-bit types. Row state gets 96 of the 128.
+constexpr int64_t kGradRowRegisters = 96;
+constexpr int64_t kGradMaxRegisters = 128;
+/// Warp-per-row backward blocks: eight rows in flight a block.
+constexpr int64_t kGradWarpsPerBlock = 8;
+/// At 128 registers a multiprocessor holds 512 threads.
+constexpr int64_t kGradThreadsPerMultiprocessor = 512;
+constexpr int64_t kGradLoopedThreads = 256;
+constexpr int64_t kColumnSumThreads = 256;
+} // namespace
+
+DictionaryAttr NormGradStrategy::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  SmallVector<NamedAttribute> entries(row.toAttr(context).getValue());
+  entries.push_back(
+      b.getNamedAttr("partial_blocks", b.getI64IntegerAttr(partialBlocks)));
+  return b.getDictionaryAttr(entries);
+}
+
+DictionaryAttr NormGradStrategy::columnSumsAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("kind", b.getStringAttr("column_sums")),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(columnThreads)),
+      b.getNamedAttr("partial_blocks", b.getI64IntegerAttr(partialBlocks)),
+  });
+}
+
+NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
+                                             Type elementType) {
+  auto blocksFor = [](int64_t threads) {
+    return kMultiprocessors *
+           std::max<int64_t>(1, kGradThreadsPerMultiprocessor / threads);
+  };
+  auto looped = [&](int64_t vectorWidth) {
+    NormStrategy row{NormStrategy::Kind::Looped, vectorWidth,
+                     kGradLoopedThreads, /*rowsPerBlock=*/1,
+                     /*vectorsPerThread=*/0, kGradMaxRegisters};
+    return NormGradStrategy{row, blocksFor(kGradLoopedThreads),
+                            kColumnSumThreads};
+  };
+  if (!rowSize)
+    return looped(/*vectorWidth=*/1);
+
+  int64_t bits = elementType.getIntOrFloatBitWidth();
+  int64_t vectorWidth = kLoadBytes / (bits / 8);
+  while (*rowSize % vectorWidth != 0)
+    vectorWidth /= 2;
+  int64_t vectors = *rowSize / vectorWidth;
+  int64_t registersPerElement = 2 + (2 * bits + 31) / 32;
+  int64_t elementsPerThread = kGradRowRegisters / registersPerElement;
+  int64_t vectorsPerThreadLimit =
+      std::max<int64_t>(1, elementsPerThread / vectorWidth);
+
+  if (vectors <= kWarpSize * vectorsPerThreadLimit) {
+    NormStrategy row{NormStrategy::Kind::WarpPerRow, vectorWidth, kWarpSize,
+                     kGradWarpsPerBlock,
+                     llvm::divideCeilSigned(vectors, kWarpSize),
+                     kGradMaxRegisters};
+    return {row, blocksFor(kWarpSize * kGradWarpsPerBlock), kColumnSumThreads};
+  }
+  int64_t threads = llvm::alignTo(
+      llvm::divideCeilSigned(vectors, vectorsPerThreadLimit), kWarpSize);
+  threads = std::max<int64_t>(threads, 4 * kWarpSize);
+  if (threads > kGradThreadsPerMultiprocessor)
+    return looped(vectorWidth);
+  NormStrategy row{NormStrategy::Kind::BlockPerRow, vectorWidth, threads,
+                   /*rowsPerBlock=*/1, llvm::divideCeilSigned(vectors, threads),
+                   kGradMaxRegisters};
+  return {row, blocksFor(threads), kColumnSumThreads};
+}
+
 FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
                                                 TreeStrategy::Variant variant,
                                                 bool staging,

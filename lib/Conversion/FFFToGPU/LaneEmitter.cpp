@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -163,6 +164,19 @@ Value LaneEmitter::mul(Value x, Value y) {
 
 Value LaneEmitter::sum(Value vector) {
   return vector::ReductionOp::create(b, vector::CombiningKind::ADD, vector);
+}
+
+/// On the GPU, math.rsqrt and llvm.sqrt both become libdevice calls in the
+/// NVVM conversion, which only link where the CUDA toolkit is found at
+/// compile time; the NVVM intrinsic (sqrt.rn.f32) needs nothing.
+Value LaneEmitter::reciprocalSqrt(Value value) {
+  Value root =
+      onGPU() ? LLVM::CallIntrinsicOp::create(
+                    b, b.getF32Type(), b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
+                    ValueRange{value})
+                    .getResult(0)
+              : math::SqrtOp::create(b, value).getResult();
+  return arith::DivFOp::create(b, f32(1.0), root);
 }
 
 Value LaneEmitter::widen(Value value) {

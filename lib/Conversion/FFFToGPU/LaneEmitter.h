@@ -73,6 +73,8 @@ protected:
   mlir::Value mul(mlir::Value x, mlir::Value y);
   /// The sum of a vector's elements.
   mlir::Value sum(mlir::Value vector);
+  /// 1 / sqrt(value) of an f32 scalar, correctly rounded in both forms.
+  mlir::Value reciprocalSqrt(mlir::Value value);
   /// f16/bf16 scalars or vectors -> f32; f32 passes through.
   mlir::Value widen(mlir::Value value);
   /// Emits `body` at the end of `region`'s block, before its terminator.

@@ -4,8 +4,6 @@
 
 #include "LaneEmitter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -315,19 +313,8 @@ private:
     return first;
   }
 
-  /// 1 / sqrt(variance + epsilon), correctly rounded in both forms. On the
-  /// GPU, math.rsqrt and llvm.sqrt both become libdevice calls in the NVVM
-  /// conversion, which only link where the CUDA toolkit is found at compile
-  /// time; the NVVM intrinsic (sqrt.rn.f32) needs nothing.
   Value rsqrt(Value variance) {
-    Value shifted = add(variance, f32(p.epsilon));
-    Value root =
-        onGPU() ? LLVM::CallIntrinsicOp::create(
-                      b, b.getF32Type(), b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
-                      ValueRange{shifted})
-                      .getResult(0)
-                : math::SqrtOp::create(b, shifted).getResult();
-    return arith::DivFOp::create(b, f32(1.0), root);
+    return reciprocalSqrt(add(variance, f32(p.epsilon)));
   }
 
   void storeStatistics(const RowStatistics &stats) {

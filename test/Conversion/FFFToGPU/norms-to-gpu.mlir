@@ -115,20 +115,3 @@ func.func @unit_with_stats(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
-
-// -----
-
-// The norms' backward ops run on the CPU only so far.
-func.func @layer_norm_grad(%dy: tensor<?x8xf32>, %x: tensor<?x8xf32>, %m: tensor<?x1xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'fff.layer_norm_grad' op has no GPU lowering yet; use --fff-cpu-pipeline}}
-  %dx = fff.layer_norm_grad %dy, %x, %m, %m : tensor<?x8xf32>, tensor<?x1xf32>
-  return %dx : tensor<?x8xf32>
-}
-
-// -----
-
-func.func @rms_norm_grad(%dy: tensor<?x8xf32>, %x: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'fff.rms_norm_grad' op has no GPU lowering yet; use --fff-cpu-pipeline}}
-  %dx = fff.rms_norm_grad %dy, %x : tensor<?x8xf32>
-  return %dx : tensor<?x8xf32>
-}

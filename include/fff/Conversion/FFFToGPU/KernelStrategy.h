@@ -73,6 +73,43 @@ NormStrategy selectNormStrategy(std::optional<int64_t> rowSize,
 /// else looped; 16-byte loads where the size allows.
 NormStrategy selectWarpNormStrategy(int64_t rowSize, mlir::Type elementType);
 
+/// How a norm backward (`fff.layer_norm_grad`, `fff.rms_norm_grad`) maps
+/// onto two kernels, deterministic by construction:
+///
+///  1. dx and partial parameter gradients. The grid is at most
+///     `partialBlocks` blocks; block p takes the contiguous rows
+///     [p * c, (p + 1) * c), c = ceil(rows / min(rows, partialBlocks)), and
+///     its row groups take those in turn (group g: rows g, g + groups, ...).
+///     A row group is `row.threadsPerRow` threads, laid out as the forward
+///     kernel's `row` strategy says (a warp per row or a block per row with
+///     the row in registers, or looped). Each thread sums dy * xhat and dy
+///     in f32 for the columns it owns, over its group's rows, in row order;
+///     the groups then add theirs in group order through shared memory, and
+///     the block writes one partial row of dgamma and one of dbeta.
+///  2. The column sums: `columnThreads` threads a block, a thread a column,
+///     each adding the partial rows in block order.
+///
+/// No atomics: the bits of dgamma and dbeta depend on the shape alone.
+struct NormGradStrategy {
+  /// The per-row work; `row.rowsPerBlock` is the row groups per block.
+  NormStrategy row;
+  int64_t partialBlocks;
+  int64_t columnThreads;
+
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+  /// The column-sum kernel's strategy.
+  mlir::DictionaryAttr columnSumsAttr(mlir::MLIRContext *context) const;
+};
+
+/// Chooses the norm backward's strategy for rows of `rowSize` elements
+/// (nullopt when dynamic) of `elementType`.
+NormGradStrategy selectNormGradStrategy(std::optional<int64_t> rowSize,
+                                        mlir::Type elementType);
+
+/// Multiprocessors of the chips fff tunes for (H100 and H200). Grids sized
+/// by it fill them; only speed depends on it.
+constexpr int64_t kMultiprocessors = 132;
+
 /// What the tree kernels' strategy depends on: an op's static shape.
 struct TreeShape {
   /// Input and output row widths; nullopt when dynamic.
@@ -169,7 +206,7 @@ struct TreeStrategy {
 constexpr int64_t kTreeLatencyBoundTokens = 2048;
 /// The throughput kernel's grid holds this many warps: two blocks of eight
 /// per multiprocessor of an H100 or H200. Only speed depends on it.
-constexpr int64_t kTreeResidentWarps = 2 * 8 * 132;
+constexpr int64_t kTreeResidentWarps = 2 * 8 * kMultiprocessors;
 
 /// Chooses the tree kernel's strategy for `shape` and `variant`; without
 /// `staging`, a throughput kernel stages no rows (to measure what staging

@@ -1,0 +1,89 @@
+// RUN: fff-opt %s --convert-fff-to-gpu --split-input-file | FileCheck %s
+// RUN: fff-opt %s --convert-fff-to-gpu=cpu-twin --split-input-file | FileCheck %s --check-prefix=TWIN
+
+// A norm backward is two launches: dx with per-block partial rows of
+// dgamma and dbeta (f32 scratch buffers, one row per block of a grid of at
+// most 264), then the column sums, which add the partial rows in block
+// order. Short rows take a warp each, eight warps a block, whose partial
+// rows meet in shared memory (one [768] f32 buffer per gradient).
+// CHECK-LABEL: func @warp_per_row
+// CHECK:         %[[DGAMMA:.*]] = memref.alloc() : memref<768xbf16>
+// CHECK:         %[[GP:.*]] = memref.alloc(%[[BLOCKS:.*]]) : memref<?x768xf32>
+// CHECK:         %[[DBETA:.*]] = memref.alloc() : memref<768xbf16>
+// CHECK:         %[[BP:.*]] = memref.alloc(%[[BLOCKS]]) : memref<?x768xf32>
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_768_warp_per_row blocks in (%[[BLOCKS]], {{.*}}) threads in (%c256, {{.*}}) args({{.*}}, %[[GP]] : memref<?x768xf32>, %[[BP]] : memref<?x768xf32>, {{.*}})
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_768_column_sums {{.*}} threads in (%c256{{.*}} args(%[[GP]] : memref<?x768xf32>, %[[BP]] : memref<?x768xf32>, %[[DGAMMA]] : memref<768xbf16>, %[[DBETA]] : memref<768xbf16>, %{{.*}} : index)
+// CHECK:       gpu.func @layer_norm_grad_bf16_768_warp_per_row({{.*}}) workgroup({{.*}} : memref<768xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, {{.*}} : memref<768xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {fff.strategy = {kind = "warp_per_row", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 8 : i64, threads_per_row = 32 : i64, vector_width = 8 : i64, vectors_per_thread = 3 : i64}
+// CHECK:         scf.for {{.*}} step %c8 iter_args
+// CHECK:           vector.load {{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
+// CHECK:           gpu.shuffle xor
+// CHECK:         gpu.barrier
+// CHECK:       gpu.func @layer_norm_grad_bf16_768_column_sums({{.*}}) kernel attributes {fff.strategy = {kind = "column_sums", partial_blocks = 264 : i64, threads = 256 : i64}
+// CHECK:         scf.for
+// CHECK:           memref.load {{.*}} : memref<?x768xf32>
+// CHECK:         arith.truncf {{.*}} : f32 to bf16
+// TWIN-LABEL: func @warp_per_row
+// TWIN:         fff.layer_norm_grad
+// TWIN-NOT:     gpu.launch_func
+func.func @warp_per_row(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xbf16>)
+    -> (tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>) {
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
+  return %dx, %dg, %db : tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>
+}
+
+// -----
+
+// Longer rows take a block each, the partial rows straight from registers;
+// an rms_norm_grad without rstd sums x^2 for it with g * x.
+// CHECK-LABEL: func @block_per_row
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_4096_block_per_row {{.*}} threads in (%c192,
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_4096_column_sums
+// CHECK:       gpu.func @rms_norm_grad_f32_4096_block_per_row({{.*}}) workgroup({{.*}} : memref<32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {fff.strategy = {kind = "block_per_row", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 1 : i64, threads_per_row = 192 : i64, vector_width = 4 : i64, vectors_per_thread = 6 : i64}
+// CHECK:         llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+func.func @block_per_row(%dy: tensor<?x4096xf32>, %x: tensor<?x4096xf32>, %g: tensor<4096xf32>) -> (tensor<?x4096xf32>, tensor<4096xf32>) {
+  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : tensor<4096xf32>) : tensor<?x4096xf32>
+  return %dx, %dg : tensor<?x4096xf32>, tensor<4096xf32>
+}
+
+// -----
+
+// A dynamic row size: the looped kernel, whose threads keep their columns'
+// partial sums in the block's partial row.
+// CHECK-LABEL: func @looped
+// CHECK:         memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_dynamic_looped
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_dynamic_column_sums
+// CHECK:       gpu.func @layer_norm_grad_bf16_dynamic_looped({{.*}}) kernel attributes {fff.strategy = {kind = "looped", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 1 : i64, threads_per_row = 256 : i64, vector_width = 1 : i64, vectors_per_thread = 0 : i64}
+func.func @looped(%dy: tensor<?x?xbf16>, %x: tensor<?x?xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>) -> (tensor<?x?xbf16>, tensor<?xbf16>) {
+  %dx, %db = fff.layer_norm_grad %dy, %x, %m, %r bias_grad : tensor<?x?xbf16>, tensor<?x1xf32>
+  return %dx, %db : tensor<?x?xbf16>, tensor<?xbf16>
+}
+
+// -----
+
+// A parameter gradient nothing uses is not computed: no partial rows, no
+// column sums, and the kernel takes no partial buffer.
+// CHECK-LABEL: func @dx_only
+// CHECK:         memref.alloc
+// CHECK-NOT:     memref.alloc
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_f32_768_warp_per_row {{.*}} args(%{{.*}} : memref<?x768xf32>, %{{.*}} : memref<?x768xf32>, %{{.*}} : memref<768xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?x768xf32>, %{{.*}} : index, %{{.*}} : index)
+// CHECK-NOT:     column_sums
+// CHECK:         return
+// CHECK-NOT:   gpu.barrier
+func.func @dx_only(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xf32>) -> tensor<?x768xf32> {
+  %dx, %dg = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xf32>) : tensor<?x768xf32>, tensor<?x1xf32>
+  return %dx : tensor<?x768xf32>
+}
+
+// -----
+
+// A norm over the whole tensor is one row of 300, dy seen as x is.
+// CHECK-LABEL: func @one_row
+// CHECK:         tensor.expand_shape %arg1 {{.*}} into tensor<1x6x50xf32>
+// CHECK:         tensor.expand_shape %arg0 {{.*}} into tensor<1x6x50xf32>
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_300_warp_per_row {{.*}} args({{.*}} : memref<1x300xf32>, {{.*}} : memref<1x300xf32>, {{.*}} : memref<300xf32>, {{.*}} : memref<1x300xf32>, {{.*}} : memref<?x300xf32>,
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_300_column_sums
+func.func @one_row(%dy: tensor<6x50xf32>, %x: tensor<6x50xf32>, %g: tensor<6x50xf32>) -> (tensor<6x50xf32>, tensor<6x50xf32>) {
+  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : tensor<6x50xf32>) normalized_rank 2 : tensor<6x50xf32>
+  return %dx, %dg : tensor<6x50xf32>, tensor<6x50xf32>
+}

@@ -1,0 +1,192 @@
+# The norm backward kernels, end to end without a GPU: layer_norm_grad and
+# rms_norm_grad go through scripts/fff-aot.sh (the real PTX, host code and
+# fff's CUDA runtime) and run on fff's PTX emulator, with its memory, race
+# and barrier checks, against torch.autograd's gradients of torch's own
+# layer_norm and rms_norm in float64, on random data:
+#
+#   - f32, f16 and bf16, row sizes on both sides of each strategy's
+#     boundary (warp per row, block per row, looped; KernelStrategy.cpp)
+#     and a dynamic row size;
+#   - with and without a scale, dbeta alone, rstd given or recomputed, so
+#     that the column-sum kernel runs for one, two or no gradients;
+#   - one row, a few, enough for every block to take several rows (and a
+#     warp-per-row block's eight warps to combine their partial rows), and
+#     none (dgamma and dbeta are then exactly zero);
+#   - inputs inside larger allocations, two normalized dims, a large common
+#     offset;
+#   - a second call gives the same bits.
+#
+# REQUIRES: numpy, torch
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %emulator %fff_src_root/scripts/fff-aot.sh %t | FileCheck %s
+# CHECK: norm backward kernels run: block_per_row, column_sums, looped, warp_per_row
+# CHECK: all {{[0-9]+}} checks passed
+
+import os
+import re
+import sys
+
+import numpy as np
+import torch
+
+import emulated
+from emulated import Device
+from fffcheck import TOLERANCE, Checker, dequantize, quantize, tensor_type
+
+emulator, aot, work = sys.argv[1:]
+os.environ["FFF_CUDA_DRIVER"] = emulator
+stats_file = os.path.join(work, "launches.jsonl")
+os.environ["FFF_EMU_STATS"] = stats_file
+rng = np.random.default_rng(20261202)
+check = Checker()
+device = Device(emulator)
+STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+
+# (dtype, row shape, static row shape): sizes around each strategy's
+# boundary, odd sizes for tails, two normalized dims, a dynamic size.
+CASES = [("f32", (h,), (h,)) for h in (1, 3, 127, 768, 1000, 1024, 4096, 12288, 12292)]
+CASES += [("bf16", (h,), (h,)) for h in (8, 768, 1024, 1032, 8192, 16384, 16392)]
+CASES += [("f16", (h,), (h,)) for h in (6, 1000, 4104)]
+CASES += [(dtype, (300,), (None,)) for dtype in ("f32", "f16", "bf16")]
+CASES += [("bf16", (4, 96), (4, 96)), ("f32", (4, 96), (4, 96))]
+
+
+def functions(name, dtype, static_row):
+    nr = len(static_row)
+    xt = tensor_type((None, *static_row), dtype)
+    pt = tensor_type(static_row, dtype)
+    st = tensor_type((None,) + (1,) * nr, "f32")
+    r = f"normalized_rank {nr}"
+    return f"""
+func.func @ln_{name}(%dy: {xt}, %x: {xt}, %m: {st}, %r: {st}, %g: {pt}) -> ({xt}, {pt}, {pt}) {{
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : {pt}) bias_grad {r} : {xt}, {st}
+  return %dx, %dg, %db : {xt}, {pt}, {pt}
+}}
+func.func @lnb_{name}(%dy: {xt}, %x: {xt}, %m: {st}, %r: {st}) -> ({xt}, {pt}) {{
+  %dx, %db = fff.layer_norm_grad %dy, %x, %m, %r bias_grad {r} : {xt}, {st}
+  return %dx, %db : {xt}, {pt}
+}}
+func.func @rms_{name}(%dy: {xt}, %x: {xt}, %g: {pt}) -> ({xt}, {pt}) {{
+  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : {pt}) {r} {{epsilon = 1.0e-06 : f32}} : {xt}
+  return %dx, %dg : {xt}, {pt}
+}}
+func.func @rmsr_{name}(%dy: {xt}, %x: {xt}, %r: {st}) -> {xt} {{
+  %dx = fff.rms_norm_grad %dy, %x rstd(%r : {st}) {r} : {xt}
+  return %dx : {xt}
+}}"""
+
+
+def case_name(dtype, static_row):
+    return f"{dtype}_" + "x".join(str(d) if d else "dynamic" for d in static_row)
+
+
+library = emulated.build(aot, work, "grads", [functions(case_name(d, s), d, s) for d, _, s in CASES])
+
+
+def torch_grads(kind, x, dy, g, with_bias, eps, nr):
+    """dx, dgamma, dbeta (None where absent) of torch's norm in float64."""
+    shape = x.shape[x.ndim - nr:]
+    xt = torch.tensor(x, requires_grad=True)
+    gt = None if g is None else torch.tensor(g, requires_grad=True)
+    bt = torch.zeros(shape, dtype=torch.float64, requires_grad=True) if with_bias else None
+    if kind == "layer_norm":
+        y = torch.nn.functional.layer_norm(xt, shape, gt, bt, eps)
+    else:
+        y = torch.nn.functional.rms_norm(xt, shape, gt, eps)
+    y.backward(torch.tensor(dy))
+    return [None if t is None else t.grad.numpy() for t in (xt, gt, bt)]
+
+
+def statistics(x, nr, kind, eps):
+    """The forward's mean and rstd in f32, [rows, 1...], as the ops take them."""
+    axes = tuple(range(1, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2 if kind == "layer_norm" else x * x).mean(axis=axes, keepdims=True)
+    return mean.astype(np.float32), (1.0 / np.sqrt(var + eps)).astype(np.float32)
+
+
+def scale_of(expected, floor):
+    """An error's yardstick: the expected gradient's norm, but at least the
+    floor's (the magnitudes of terms that cancel; see
+    test/Conversion/FFFToLoops/norm-grads-numeric.py)."""
+    return np.array([max(np.linalg.norm(expected), np.linalg.norm(floor))])
+
+
+def run(function, inputs, outputs):
+    out = emulated.call(device, library, function, inputs, outputs, pads=(64, 64))
+    if isinstance(out, str):
+        check.failures.append(f"{function}: {out}")
+        return None
+    return out
+
+
+def check_case(dtype, row, static_row, rows, offset=0.0):
+    name = case_name(dtype, static_row)
+    nr, storage = len(row), STORAGE[dtype]
+    shape = (rows, *row)
+    x_arr, x = quantize(rng.standard_normal(shape) * 2.0 + offset, dtype)
+    dy_arr, dy = quantize(rng.standard_normal(shape), dtype)
+    g_arr, g = quantize(rng.standard_normal(row), dtype)
+    mean, rstd = statistics(x, nr, "layer_norm", 1e-5)
+    _, rms_rstd = statistics(x, nr, "rms_norm", 1e-6)
+    label = f"{dtype} {list(shape)}{f' offset {offset}' if offset else ''}"
+    tol = max(TOLERANCE[dtype], 1e-4 if offset else 2e-5)
+    leading = (0,)
+
+    def close(what, actual, expected, floor):
+        if rows == 0:
+            check.equal(f"{what} {label} (no rows)", dequantize(actual, dtype).ravel(),
+                        np.zeros(expected.size))
+            return
+        check.close(f"{what} {label}", dequantize(actual, dtype), expected, tol, scale=scale_of(expected, floor))
+
+    dx_terms = np.abs(dy * g) * rstd
+    ln = run(f"ln_{name}", [dy_arr, x_arr, mean, rstd, g_arr],
+             [(shape, storage), (row, storage), (row, storage)])
+    if ln is not None:
+        again = run(f"ln_{name}", [dy_arr, x_arr, mean, rstd, g_arr],
+                    [(shape, storage), (row, storage), (row, storage)])
+        if again is not None:
+            check.equal(f"layer_norm_grad {label}: the same bits again", [a.tobytes() for a in again],
+                        [a.tobytes() for a in ln])
+        ref = torch_grads("layer_norm", x, dy, g, True, 1e-5, nr)
+        close("layer_norm_grad dx", ln[0], ref[0], dx_terms)
+        close("layer_norm_grad dgamma", ln[1], ref[1],
+              1e-3 * (np.abs(dy) * (np.abs(x) + np.abs(mean)) * rstd).sum(axis=leading))
+        close("layer_norm_grad dbeta", ln[2], ref[2], ref[2])
+    lnb = run(f"lnb_{name}", [dy_arr, x_arr, mean, rstd], [(shape, storage), (row, storage)])
+    if lnb is not None:
+        ref = torch_grads("layer_norm", x, dy, None, True, 1e-5, nr)
+        close("layer_norm_grad (no scale) dx", lnb[0], ref[0], np.abs(dy) * rstd)
+        close("layer_norm_grad (no scale) dbeta", lnb[1], ref[2], ref[2])
+    rms = run(f"rms_{name}", [dy_arr, x_arr, g_arr], [(shape, storage), (row, storage)])
+    if rms is not None:
+        ref = torch_grads("rms_norm", x, dy, g, False, 1e-6, nr)
+        close("rms_norm_grad dx", rms[0], ref[0], np.abs(dy * g) * rms_rstd)
+        close("rms_norm_grad dgamma", rms[1], ref[1], 1e-3 * np.abs(dy * x * rms_rstd).sum(axis=leading))
+    rmsr = run(f"rmsr_{name}", [dy_arr, x_arr, rms_rstd], [(shape, storage)])
+    if rmsr is not None and rows:
+        ref = torch_grads("rms_norm", x, dy, None, False, 1e-6, nr)
+        close("rms_norm_grad (rstd given) dx", rmsr[0], ref[0], np.abs(dy) * rms_rstd)
+
+
+for dtype, row, static_row in CASES:
+    size = int(np.prod(row))
+    for rows in (1, 5, 0):
+        check_case(dtype, row, static_row, rows)
+    if size <= 1024:
+        # More rows than partial blocks (264): each block takes several.
+        check_case(dtype, row, static_row, 700)
+# Enough rows that each warp of a warp-per-row block takes some (8 warps,
+# 264 blocks), and a large common offset.
+check_case("f32", (768,), (768,), 2200)
+check_case("bf16", (1024,), (1024,), 2200)
+check_case("f32", (768,), (768,), 16, offset=100.0)
+
+kinds = set()
+for kernel in emulated.launches(stats_file):
+    match = re.search(r"norm_grad_\w+?_(?:\d+|dynamic)_(warp_per_row|block_per_row|looped|column_sums)", kernel)
+    if match:
+        kinds.add(match.group(1))
+print("norm backward kernels run: " + ", ".join(sorted(kinds)))
+check.finish()
