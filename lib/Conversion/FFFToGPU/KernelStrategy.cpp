@@ -211,10 +211,13 @@ NormStrategy fff::selectWarpNormStrategy(int64_t rowSize, Type elementType) {
 }
 
 namespace {
-/// A backward thread keeps, per row element it owns, x and dy in their
-/// storage type and two f32 partial sums (dy * xhat, dy): 4 registers an
-/// element in f32, 3 in 16-bit types. Row state gets 96 of the 128.
-constexpr int64_t kGradRowRegisters = 96;
+/// A backward thread keeps, per row element it owns, x and dy (held in
+/// their storage type, but LLVM keeps the widened values live across the
+/// row's sums) and two f32 partial sums (dy * xhat, dy): 4 registers an
+/// element. Row state gets 64 of the 128; past that ptxas spills (checked
+/// by test/Pipelines/norm-grad-kernels-ptxas.py).
+constexpr int64_t kGradRegistersPerElement = 4;
+constexpr int64_t kGradRowRegisters = 64;
 constexpr int64_t kGradMaxRegisters = 128;
 /// Warp-per-row backward blocks: eight rows in flight a block.
 constexpr int64_t kGradWarpsPerBlock = 8;
@@ -257,13 +260,11 @@ NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
   if (!rowSize)
     return looped(/*vectorWidth=*/1);
 
-  int64_t bits = elementType.getIntOrFloatBitWidth();
-  int64_t vectorWidth = kLoadBytes / (bits / 8);
+  int64_t vectorWidth = kLoadBytes / (elementType.getIntOrFloatBitWidth() / 8);
   while (*rowSize % vectorWidth != 0)
     vectorWidth /= 2;
   int64_t vectors = *rowSize / vectorWidth;
-  int64_t registersPerElement = 2 + (2 * bits + 31) / 32;
-  int64_t elementsPerThread = kGradRowRegisters / registersPerElement;
+  int64_t elementsPerThread = kGradRowRegisters / kGradRegistersPerElement;
   int64_t vectorsPerThreadLimit =
       std::max<int64_t>(1, elementsPerThread / vectorWidth);
 

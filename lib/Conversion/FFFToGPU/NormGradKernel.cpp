@@ -224,10 +224,15 @@ private:
     return owned;
   }
 
-  /// A vector of `buffer`'s row `r` at `o`, widened, zero past the row.
+  /// A vector of `buffer`'s row `r` at `o`, zero past the row, in the
+  /// storage type: two 16-bit values a register, widened at each use.
   Value loadOwned(Value buffer, Value r, const Owned &o) {
-    return arith::SelectOp::create(b, o.inRow, widen(load(buffer, r, o.loadChunk)),
-                                   zeros());
+    Value raw = load(buffer, r, o.loadChunk);
+    auto type = cast<VectorType>(raw.getType());
+    Value zero = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(
+               type, b.getFloatAttr(type.getElementType(), 0.0)));
+    return arith::SelectOp::create(b, o.inRow, raw, zero);
   }
 
   void emitRegisterRows(ArrayRef<Value> sharedColumns) {
@@ -238,19 +243,24 @@ private:
                                    last, index(groups), initial);
     inside(loop.getRegion(), [&] {
       Value r = loop.getInductionVar();
-      SmallVector<Value> xs, dys, gs;
+      // The row stays in registers in its storage type; g = dy * gamma is
+      // recomputed where it is used (gamma's loads hit the cache) rather
+      // than held.
+      SmallVector<Value> xs, dys;
       for (const Owned &o : owned) {
         xs.push_back(loadOwned(p.input, r, o));
         dys.push_back(loadOwned(p.gradOutput, r, o));
-        // Padding is zero in dy, so it adds nothing to any sum.
-        gs.push_back(scaled(dys.back(), o.loadChunk));
       }
+      auto x = [&](size_t i) { return widen(xs[i]); };
+      auto dy = [&](size_t i) { return widen(dys[i]); };
+      // Padding is zero in dy, so it adds nothing to any sum.
+      auto g = [&](size_t i) { return scaled(dy(i), owned[i].loadChunk); };
       RowScalars scalars = savedStatistics(r);
       SmallVector<Value> sums = groupSums(
           p.subtractMean || !p.rstd ? 2 : 1, [&](Value) {
             SmallVector<Value> lanePartials;
-            for (auto [x, g] : llvm::zip(xs, gs)) {
-              SmallVector<Value> terms = rowTerms(x, g, scalars);
+            for (size_t i = 0; i < owned.size(); ++i) {
+              SmallVector<Value> terms = rowTerms(x(i), g(i), scalars);
               if (lanePartials.empty())
                 lanePartials = terms;
               else
@@ -264,10 +274,10 @@ private:
       for (auto [k, partial] : llvm::enumerate(partials))
         for (auto [i, o] : llvm::enumerate(owned))
           next.push_back(add(loop.getRegionIterArg(k * owned.size() + i),
-                             partialTerm(partial.timesXhat, xs[i], dys[i],
+                             partialTerm(partial.timesXhat, x(i), dy(i),
                                          scalars)));
       for (auto [i, o] : llvm::enumerate(owned)) {
-        Value dx = gradInput(xs[i], gs[i], scalars);
+        Value dx = gradInput(x(i), g(i), scalars);
         ifThen(o.inRow, [&] { store(dx, p.gradInput, r, o.chunk); });
       }
       // Without partial sums the loop has no results, and its builder

@@ -5,30 +5,30 @@
 // dgamma and dbeta (f32 scratch buffers, one row per block of a grid of at
 // most 264), then the column sums, which add the partial rows in block
 // order. Short rows take a warp each, eight warps a block, whose partial
-// rows meet in shared memory (one [768] f32 buffer per gradient).
+// rows meet in shared memory (one [512] f32 buffer per gradient).
 // CHECK-LABEL: func @warp_per_row
-// CHECK:         %[[DGAMMA:.*]] = memref.alloc() : memref<768xbf16>
-// CHECK:         %[[GP:.*]] = memref.alloc(%[[BLOCKS:.*]]) : memref<?x768xf32>
-// CHECK:         %[[DBETA:.*]] = memref.alloc() : memref<768xbf16>
-// CHECK:         %[[BP:.*]] = memref.alloc(%[[BLOCKS]]) : memref<?x768xf32>
-// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_768_warp_per_row blocks in (%[[BLOCKS]], {{.*}}) threads in (%c256, {{.*}}) args({{.*}}, %[[GP]] : memref<?x768xf32>, %[[BP]] : memref<?x768xf32>, {{.*}})
-// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_768_column_sums {{.*}} threads in (%c256{{.*}} args(%[[GP]] : memref<?x768xf32>, %[[BP]] : memref<?x768xf32>, %[[DGAMMA]] : memref<768xbf16>, %[[DBETA]] : memref<768xbf16>, %{{.*}} : index)
-// CHECK:       gpu.func @layer_norm_grad_bf16_768_warp_per_row({{.*}}) workgroup({{.*}} : memref<768xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, {{.*}} : memref<768xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {fff.strategy = {kind = "warp_per_row", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 8 : i64, threads_per_row = 32 : i64, vector_width = 8 : i64, vectors_per_thread = 3 : i64}
+// CHECK:         %[[DGAMMA:.*]] = memref.alloc() : memref<512xbf16>
+// CHECK:         %[[GP:.*]] = memref.alloc(%[[BLOCKS:.*]]) : memref<?x512xf32>
+// CHECK:         %[[DBETA:.*]] = memref.alloc() : memref<512xbf16>
+// CHECK:         %[[BP:.*]] = memref.alloc(%[[BLOCKS]]) : memref<?x512xf32>
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_512_warp_per_row blocks in (%[[BLOCKS]], {{.*}}) threads in (%c256, {{.*}}) args({{.*}}, %[[GP]] : memref<?x512xf32>, %[[BP]] : memref<?x512xf32>, {{.*}})
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_bf16_512_column_sums {{.*}} threads in (%c256{{.*}} args(%[[GP]] : memref<?x512xf32>, %[[BP]] : memref<?x512xf32>, %[[DGAMMA]] : memref<512xbf16>, %[[DBETA]] : memref<512xbf16>, %{{.*}} : index)
+// CHECK:       gpu.func @layer_norm_grad_bf16_512_warp_per_row({{.*}}) workgroup({{.*}} : memref<512xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, {{.*}} : memref<512xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {fff.strategy = {kind = "warp_per_row", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 8 : i64, threads_per_row = 32 : i64, vector_width = 8 : i64, vectors_per_thread = 2 : i64}
 // CHECK:         scf.for {{.*}} step %c8 iter_args
-// CHECK:           vector.load {{.*}} {alignment = 16 : i64} : memref<?x768xbf16>, vector<8xbf16>
+// CHECK:           vector.load {{.*}} {alignment = 16 : i64} : memref<?x512xbf16>, vector<8xbf16>
 // CHECK:           gpu.shuffle xor
 // CHECK:         gpu.barrier
-// CHECK:       gpu.func @layer_norm_grad_bf16_768_column_sums({{.*}}) kernel attributes {fff.strategy = {kind = "column_sums", partial_blocks = 264 : i64, threads = 256 : i64}
+// CHECK:       gpu.func @layer_norm_grad_bf16_512_column_sums({{.*}}) kernel attributes {fff.strategy = {kind = "column_sums", partial_blocks = 264 : i64, threads = 256 : i64}
 // CHECK:         scf.for
-// CHECK:           memref.load {{.*}} : memref<?x768xf32>
+// CHECK:           memref.load {{.*}} : memref<?x512xf32>
 // CHECK:         arith.truncf {{.*}} : f32 to bf16
 // TWIN-LABEL: func @warp_per_row
 // TWIN:         fff.layer_norm_grad
 // TWIN-NOT:     gpu.launch_func
-func.func @warp_per_row(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xbf16>)
-    -> (tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>) {
-  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>
-  return %dx, %dg, %db : tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>
+func.func @warp_per_row(%dy: tensor<?x512xbf16>, %x: tensor<?x512xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<512xbf16>)
+    -> (tensor<?x512xbf16>, tensor<512xbf16>, tensor<512xbf16>) {
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<512xbf16>) bias_grad : tensor<?x512xbf16>, tensor<?x1xf32>
+  return %dx, %dg, %db : tensor<?x512xbf16>, tensor<512xbf16>, tensor<512xbf16>
 }
 
 // -----
@@ -36,9 +36,9 @@ func.func @warp_per_row(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: ten
 // Longer rows take a block each, the partial rows straight from registers;
 // an rms_norm_grad without rstd sums x^2 for it with g * x.
 // CHECK-LABEL: func @block_per_row
-// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_4096_block_per_row {{.*}} threads in (%c192,
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_4096_block_per_row {{.*}} threads in (%c256,
 // CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_4096_column_sums
-// CHECK:       gpu.func @rms_norm_grad_f32_4096_block_per_row({{.*}}) workgroup({{.*}} : memref<32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {fff.strategy = {kind = "block_per_row", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 1 : i64, threads_per_row = 192 : i64, vector_width = 4 : i64, vectors_per_thread = 6 : i64}
+// CHECK:       gpu.func @rms_norm_grad_f32_4096_block_per_row({{.*}}) workgroup({{.*}} : memref<32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {fff.strategy = {kind = "block_per_row", max_registers = 128 : i64, partial_blocks = 264 : i64, rows_per_block = 1 : i64, threads_per_row = 256 : i64, vector_width = 4 : i64, vectors_per_thread = 4 : i64}
 // CHECK:         llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
 func.func @block_per_row(%dy: tensor<?x4096xf32>, %x: tensor<?x4096xf32>, %g: tensor<4096xf32>) -> (tensor<?x4096xf32>, tensor<4096xf32>) {
   %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : tensor<4096xf32>) : tensor<?x4096xf32>
@@ -66,13 +66,13 @@ func.func @looped(%dy: tensor<?x?xbf16>, %x: tensor<?x?xbf16>, %m: tensor<?x1xf3
 // CHECK-LABEL: func @dx_only
 // CHECK:         memref.alloc
 // CHECK-NOT:     memref.alloc
-// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_f32_768_warp_per_row {{.*}} args(%{{.*}} : memref<?x768xf32>, %{{.*}} : memref<?x768xf32>, %{{.*}} : memref<768xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?x768xf32>, %{{.*}} : index, %{{.*}} : index)
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_f32_256_warp_per_row {{.*}} args(%{{.*}} : memref<?x256xf32>, %{{.*}} : memref<?x256xf32>, %{{.*}} : memref<256xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?x256xf32>, %{{.*}} : index, %{{.*}} : index)
 // CHECK-NOT:     column_sums
 // CHECK:         return
 // CHECK-NOT:   gpu.barrier
-func.func @dx_only(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xf32>) -> tensor<?x768xf32> {
-  %dx, %dg = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<768xf32>) : tensor<?x768xf32>, tensor<?x1xf32>
-  return %dx : tensor<?x768xf32>
+func.func @dx_only(%dy: tensor<?x256xf32>, %x: tensor<?x256xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<256xf32>) -> tensor<?x256xf32> {
+  %dx, %dg = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : tensor<256xf32>) : tensor<?x256xf32>, tensor<?x1xf32>
+  return %dx : tensor<?x256xf32>
 }
 
 // -----
