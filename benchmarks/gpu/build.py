@@ -13,6 +13,9 @@ with scripts/fff-aot.sh into benchmarks/gpu/out/:
     x + tree_ffn(layer_norm(x)) and post-LN layer_norm(x + tree_ffn(x)) at
     UltraFastBERT-1x11's shape), and examples/pre_ln_block.mlir, a whole
     pre-LN block of two sublayers;
+  - fff_norm_grads.so: the norms' backward (layer_norm_grad with dgamma
+    and dbeta, rms_norm_grad with dgamma from the forward's rstd) per
+    (op, dtype, hidden size);
   - manifest.json: each function's signature, for device_check.py.
 
     python3 benchmarks/gpu/build.py [--out benchmarks/gpu/out] [--chip sm_90]
@@ -119,6 +122,29 @@ sublayer_manifest.append({"function": "pre_ln_block", "form": "block", "dtype": 
                           "args": ["x", "gamma", "beta", "w_in", "b_in", "w_out", "b_out", "rms_gamma",
                                    "node_w", "node_b", "w1", "b1", "w2", "b2", "y"]})
 
+# The norms' backward, at the widths of the training benchmark's shapes.
+GRAD_HIDDEN = (768, 1024, 4096)
+grad_functions, grad_manifest = [], []
+for op in ("layer_norm", "rms_norm"):
+    for dtype in DTYPES:
+        for hidden in GRAD_HIDDEN:
+            name = f"{op}_grad_{dtype}_{hidden}"
+            t, p, s = f"tensor<?x{hidden}x{dtype}>", f"tensor<{hidden}x{dtype}>", "tensor<?x1xf32>"
+            if op == "layer_norm":
+                grad_functions.append(
+                    f"func.func @{name}(%dy: {t}, %x: {t}, %m: {s}, %r: {s}, %g: {p}) -> ({t}, {p}, {p}) {{\n"
+                    f"  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : {p}) bias_grad : {t}, {s}\n"
+                    f"  return %dx, %dg, %db : {t}, {p}, {p}\n}}\n")
+                args = ["dy", "x", "mean", "rstd", "gamma", "dx", "dgamma", "dbeta"]
+            else:
+                grad_functions.append(
+                    f"func.func @{name}(%dy: {t}, %x: {t}, %r: {s}, %g: {p}) -> ({t}, {p}) {{\n"
+                    f"  %dx, %dg = fff.rms_norm_grad %dy, %x rstd(%r : {s}) scale(%g : {p}) {{epsilon = {EPSILON:.1e} : f32}} : {t}\n"
+                    f"  return %dx, %dg : {t}, {p}\n}}\n")
+                args = ["dy", "x", "rstd", "gamma", "dx", "dgamma"]
+            grad_manifest.append({"function": name, "op": op, "dtype": dtype, "hidden": hidden,
+                                  "epsilon": EPSILON, "args": args})
+
 os.makedirs(options.out, exist_ok=True)
 
 
@@ -134,11 +160,14 @@ build("fff_norms", "\n".join(functions), "")
 for suffix, pipeline_options in TREE_LIBRARIES.items():
     build("fff_trees" + suffix, "\n".join(tree_functions), pipeline_options)
 build("fff_sublayers", "\n".join(sublayer_functions), "")
+build("fff_norm_grads", "\n".join(grad_functions), "")
 with open(os.path.join(options.out, "manifest.json"), "w") as f:
     json.dump({"library": "fff_norms.so", "chip": options.chip, "functions": manifest,
                "tree_libraries": {suffix.lstrip("_") or "auto": f"fff_trees{suffix}.so" for suffix in TREE_LIBRARIES},
                "tree_functions": tree_manifest,
-               "sublayer_library": "fff_sublayers.so", "sublayer_functions": sublayer_manifest}, f, indent=1)
+               "sublayer_library": "fff_sublayers.so", "sublayer_functions": sublayer_manifest,
+               "grad_library": "fff_norm_grads.so", "grad_functions": grad_manifest}, f, indent=1)
 print(f"built {len(manifest)} norm functions into {options.out}/fff_norms.so, "
       f"{len(tree_manifest)} tree functions into {len(TREE_LIBRARIES)} fff_trees*.so and "
-      f"{len(sublayer_manifest)} sublayer functions into fff_sublayers.so")
+      f"{len(sublayer_manifest)} sublayer functions into fff_sublayers.so and "
+      f"{len(grad_manifest)} norm backward functions into fff_norm_grads.so")

@@ -9,6 +9,9 @@ user would otherwise run.
     UltraFastBERT-style FFF in PyTorch (index_select and bmm per level);
     then an ablation: the latency kernel alone, the throughput kernel alone,
     and the throughput kernel without staged rows, at every batch;
+  - the norms' backward (norm_grad_check.py): against a copy of the same
+    bytes, PyTorch eager's backward kernels, torch.compile of the same
+    backward, and Liger Kernel's where it is installed;
   - FFN sublayers, each one fused kernel (pre-LN x + tree(LN(x)), post-LN
     LN(x + tree(x))), and a whole pre-LN block of two sublayers: against
     the same math in PyTorch eager and torch.compile, and against the dense
@@ -47,7 +50,7 @@ parser.add_argument("--quick", action="store_true", help="one row count, fewer r
 parser.add_argument("--rows", type=int, nargs="*", default=[4096, 16384, 32768])
 parser.add_argument("--batches", type=int, nargs="*", default=[1, 16, 256, 4096, 16384],
                     help="tokens per tree layer call")
-parser.add_argument("--only", choices=["norms", "trees", "sublayers"], help="run one part")
+parser.add_argument("--only", choices=["norms", "norm_grads", "trees", "sublayers"], help="run one part")
 parser.add_argument("--emulate", nargs="?", metavar="DRIVER",
                     const=os.path.join(here, "..", "..", "build", "lib", "libfff_cuda_emulator.so"),
                     help="run on fff's PTX emulator (tiny shapes, no timing)")
@@ -72,10 +75,12 @@ def load(name):
 library = load(manifest["library"])
 tree_libraries = {variant: load(name) for variant, name in manifest["tree_libraries"].items()}
 sublayer_library = load(manifest["sublayer_library"])
+grad_library = load(manifest["grad_library"])
 missing = [f["function"] for f in manifest["functions"] if not hasattr(library, f["function"])]
 missing += [f"{f['function']} ({variant})" for f in manifest["tree_functions"]
             for variant, lib in tree_libraries.items() if not hasattr(lib, f["function"])]
 missing += [f["function"] for f in manifest["sublayer_functions"] if not hasattr(sublayer_library, f["function"])]
+missing += [f["function"] for f in manifest["grad_functions"] if not hasattr(grad_library, f["function"])]
 if missing:
     sys.exit(f"the libraries lack {missing}")
 if options.list:
@@ -90,6 +95,8 @@ if options.list:
     for f in manifest["sublayer_functions"]:
         print(f"{f['function']:<36} {f['form']:<8} {f['dtype']:<4} width={f['width']} args={','.join(f['args'])}")
     print(f"{len(manifest['sublayer_functions'])} sublayer functions exported by {manifest['sublayer_library']} "
+          f"({manifest['chip']})")
+    print(f"{len(manifest['grad_functions'])} norm backward functions exported by {manifest['grad_library']} "
           f"({manifest['chip']})")
     sys.exit(0)
 
@@ -121,7 +128,7 @@ class Emulator:
             sys.exit(f"cannot start the emulator {path}")
         lib.cuCtxSetCurrent(context)
 
-    def call(self, function, tensors, output):
+    def call(self, function, tensors, outputs):
         buffers = []
         args = []
         for tensor in tensors:
@@ -134,7 +141,7 @@ class Emulator:
             args += memref_args(tensor, pointer.value)
         function(*args)
         for pointer, tensor, nbytes in buffers:
-            if tensor is output:
+            if any(tensor is output for output in outputs):
                 self.lib.cuMemcpyDtoH_v2(tensor.data_ptr(), pointer, nbytes)
             self.lib.cuMemFree_v2(pointer)
 
@@ -151,12 +158,12 @@ def memref_args(tensor, pointer=None):
         [ctypes.c_int64(s) for s in tensor.stride()]
 
 
-def call_fff(function, names, s):
+def call_fff(function, names, s, outputs=("y",)):
     """Calls an fff function on the tensors of `s` named by `names` (its
-    memref arguments in order; "y" is the output)."""
+    memref arguments in order; those named in `outputs` are written)."""
     tensors = [s[name] for name in names]
     if emulator:
-        emulator.call(function, tensors, output=s["y"])
+        emulator.call(function, tensors, outputs=[s[name] for name in outputs])
     else:
         function(*[a for tensor in tensors for a in memref_args(tensor)])
 
@@ -176,7 +183,7 @@ def set_stream(stream):
     """fff's runtime launches on this stream; each library has its own."""
     if emulator:
         return
-    for lib in [library, *tree_libraries.values(), sublayer_library]:
+    for lib in [library, *tree_libraries.values(), sublayer_library, grad_library]:
         lib.fffSetStream(ctypes.c_void_p(stream.cuda_stream))
 
 
@@ -669,16 +676,17 @@ def run_norms():
 
 
 def main():
-    torch.manual_seed(0)
     device = f"fff's PTX emulator ({options.emulate}), nothing timed" if emulator else torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
+    import norm_grad_check
+    parts = {"norms": run_norms, "norm_grads": lambda: norm_grad_check.run(sys.modules[__name__]),
+             "trees": run_trees, "sublayers": run_sublayers}
     wrong = []
-    if options.only in (None, "norms"):
-        wrong += run_norms()
-    if options.only in (None, "trees"):
-        wrong += run_trees()
-    if options.only in (None, "sublayers"):
-        wrong += run_sublayers()
+    for name, run_part in parts.items():
+        if options.only in (None, name):
+            # Each part draws the same data whichever parts run before it.
+            torch.manual_seed(0)
+            wrong += run_part()
     if wrong:
         print(f"wrong: {', '.join(wrong)}")
     return 1 if wrong else 0

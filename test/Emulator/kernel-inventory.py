@@ -1,6 +1,6 @@
 # Every kernel fff generates loads in the emulator: a representative set of
 # modules (the three norm strategies in f32, f16 and bf16, odd, large and
-# dynamic row sizes, a fused pre-LN unit, tree_ffn's latency and throughput
+# dynamic row sizes, the norms' backward kernels, a fused pre-LN unit, tree_ffn's latency and throughput
 # kernels across widths, tails, several trees and every activation, and
 # leaf_tree_ffn) is lowered with fff-opt --fff-gpu-pipeline, extracted with
 # fff-translate --fff-extract-ptx, loaded through cuModuleLoadData, and
@@ -58,6 +58,17 @@ def norms(dtype, hidden):
                      f"  %y = fff.rms_norm %x scale(%g : {g}) : {t}\n  return %y : {t}\n}}")
 
 
+def norm_grads(dtype, hidden):
+    t = f"tensor<?x{hidden or '?'}x{dtype}>"
+    g = f"tensor<{hidden or '?'}x{dtype}>"
+    s = "tensor<?x1xf32>"
+    i = len(functions)
+    functions.append(f"func.func @g{i}(%dy: {t}, %x: {t}, %m: {s}, %r: {s}, %g: {g}) -> ({t}, {g}, {g}, {t}, {g}) {{\n"
+                     f"  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : {g}) bias_grad : {t}, {s}\n"
+                     f"  %rdx, %rdg = fff.rms_norm_grad %dy, %x scale(%g : {g}) : {t}\n"
+                     f"  return %dx, %dg, %db, %rdx, %rdg : {t}, {g}, {g}, {t}, {g}\n}}")
+
+
 def tree_ffn(dtype, din, dout, depth, trees=1, activation="gelu", biases=True):
     nodes = 2 ** (depth + 1) - 1
     width = "?" if din is None else din
@@ -93,6 +104,11 @@ for dtype in ("f32", "f16", "bf16"):
     for hidden in (3, 768, 1000, 4096, 20000):
         norms(dtype, hidden)
 norms("bf16", None)
+# The norms' backward: every strategy, in each type.
+for dtype in ("f32", "f16", "bf16"):
+    for hidden in (3, 512, 4096, 20000):
+        norm_grads(dtype, hidden)
+norm_grads("bf16", None)
 # A pre-LN step: residual add, LayerNorm, shift and ReLU, one fused kernel.
 functions.append("""func.func @pre_ln(%x: tensor<?x768xbf16>, %res: tensor<?x768xbf16>, %g: tensor<768xbf16>,
                     %b: tensor<768xbf16>, %shift: tensor<768xbf16>) -> (tensor<?x768xbf16>, tensor<?x768xbf16>) {

@@ -1,8 +1,9 @@
 # The device check's harness, run before a GPU is lent: the same script on
 # fff's PTX emulator, with torch on the CPU and tiny shapes. Every norm and
 # tree library of the build is called through the harness's own argument
-# marshalling and checked against its float64 references, as are the fused
-# sublayers and the whole pre-LN block; nothing is timed.
+# marshalling and checked against its float64 references, as are the norms'
+# backward, the fused sublayers and the whole pre-LN block; nothing is
+# timed.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && %python %fff_src_root/benchmarks/gpu/build.py --out %t > /dev/null
@@ -11,6 +12,9 @@
 # CHECK: | layer_norm 5x768 f32 | yes
 # CHECK: | rms_norm 5x32768 bf16 | yes
 # CHECK: 24 cases; wrong: 0
+# CHECK: | layer_norm_grad 5x768 f32 | yes
+# CHECK: | rms_norm_grad 5x4096 bf16 | yes
+# CHECK: 12 norm backward cases; wrong: 0
 # CHECK: | tree_ffn_bf16_768_depth11 B=1 | yes
 # CHECK: | tree_ffn_bf16_768_depth11 B=3 | yes
 # CHECK: | tree_ffn_f32_768_depth11 B=3 | yes
