@@ -116,6 +116,33 @@ def norm_rows_ref(kind, x, g, b):
     return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * g
 
 
+def norm_grads_ref(kind, x, dy, g, b, eps, normalized_rank):
+    """dx, dgamma, dbeta (None where absent) of torch's layer_norm or
+    rms_norm over the trailing `normalized_rank` dims, by torch.autograd in
+    float64."""
+    import torch
+
+    shape = x.shape[x.ndim - normalized_rank:]
+    xt = torch.tensor(x, requires_grad=True)
+    gt = None if g is None else torch.tensor(g, requires_grad=True)
+    bt = None if b is None else torch.tensor(b, requires_grad=True)
+    if kind == "layer_norm":
+        y = torch.nn.functional.layer_norm(xt, shape, gt, bt, eps)
+    else:
+        y = torch.nn.functional.rms_norm(xt, shape, gt, eps)
+    y.backward(torch.tensor(dy))
+    return [None if t is None else t.grad.numpy() for t in (xt, gt, bt)]
+
+
+def grad_scale(expected, floor):
+    """The norm a gradient's error is measured against: the expected
+    gradient's, but at least `floor`'s. A gradient that cancels in exact
+    arithmetic (a row of one element: dx of a LayerNorm is 0, of an RMSNorm
+    rstd * g * eps / (x^2 + eps)) is then judged against the magnitudes of
+    the terms that cancel, which is all f32 arithmetic can promise."""
+    return np.array([max(np.linalg.norm(expected), np.linalg.norm(floor))])
+
+
 class Checker:
     """Collects comparisons; prints one line per case and fails at the end."""
 

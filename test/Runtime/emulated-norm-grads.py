@@ -27,11 +27,9 @@ import re
 import sys
 
 import numpy as np
-import torch
-
 import emulated
 from emulated import Device
-from fffcheck import TOLERANCE, Checker, dequantize, quantize, tensor_type
+from fffcheck import TOLERANCE, Checker, dequantize, grad_scale, norm_grads_ref, quantize, tensor_type
 
 emulator, aot, work = sys.argv[1:]
 os.environ["FFF_CUDA_DRIVER"] = emulator
@@ -83,33 +81,12 @@ def case_name(dtype, static_row):
 library = emulated.build(aot, work, "grads", [functions(case_name(d, s), d, s) for d, _, s in CASES])
 
 
-def torch_grads(kind, x, dy, g, with_bias, eps, nr):
-    """dx, dgamma, dbeta (None where absent) of torch's norm in float64."""
-    shape = x.shape[x.ndim - nr:]
-    xt = torch.tensor(x, requires_grad=True)
-    gt = None if g is None else torch.tensor(g, requires_grad=True)
-    bt = torch.zeros(shape, dtype=torch.float64, requires_grad=True) if with_bias else None
-    if kind == "layer_norm":
-        y = torch.nn.functional.layer_norm(xt, shape, gt, bt, eps)
-    else:
-        y = torch.nn.functional.rms_norm(xt, shape, gt, eps)
-    y.backward(torch.tensor(dy))
-    return [None if t is None else t.grad.numpy() for t in (xt, gt, bt)]
-
-
 def statistics(x, nr, kind, eps):
     """The forward's mean and rstd in f32, [rows, 1...], as the ops take them."""
     axes = tuple(range(1, x.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     var = ((x - mean) ** 2 if kind == "layer_norm" else x * x).mean(axis=axes, keepdims=True)
     return mean.astype(np.float32), (1.0 / np.sqrt(var + eps)).astype(np.float32)
-
-
-def scale_of(expected, floor):
-    """An error's yardstick: the expected gradient's norm, but at least the
-    floor's (the magnitudes of terms that cancel; see
-    test/Conversion/FFFToLoops/norm-grads-numeric.py)."""
-    return np.array([max(np.linalg.norm(expected), np.linalg.norm(floor))])
 
 
 def run(function, inputs, outputs):
@@ -138,7 +115,7 @@ def check_case(dtype, row, static_row, rows, offset=0.0):
             check.equal(f"{what} {label} (no rows)", dequantize(actual, dtype).ravel(),
                         np.zeros(expected.size))
             return
-        check.close(f"{what} {label}", dequantize(actual, dtype), expected, tol, scale=scale_of(expected, floor))
+        check.close(f"{what} {label}", dequantize(actual, dtype), expected, tol, scale=grad_scale(expected, floor))
 
     dx_terms = np.abs(dy * g) * rstd
     ln = run(f"ln_{name}", [dy_arr, x_arr, mean, rstd, g_arr],
@@ -149,24 +126,24 @@ def check_case(dtype, row, static_row, rows, offset=0.0):
         if again is not None:
             check.equal(f"layer_norm_grad {label}: the same bits again", [a.tobytes() for a in again],
                         [a.tobytes() for a in ln])
-        ref = torch_grads("layer_norm", x, dy, g, True, 1e-5, nr)
+        ref = norm_grads_ref("layer_norm", x, dy, g, np.zeros(row), 1e-5, nr)
         close("layer_norm_grad dx", ln[0], ref[0], dx_terms)
         close("layer_norm_grad dgamma", ln[1], ref[1],
               1e-3 * (np.abs(dy) * (np.abs(x) + np.abs(mean)) * rstd).sum(axis=leading))
         close("layer_norm_grad dbeta", ln[2], ref[2], ref[2])
     lnb = run(f"lnb_{name}", [dy_arr, x_arr, mean, rstd], [(shape, storage), (row, storage)])
     if lnb is not None:
-        ref = torch_grads("layer_norm", x, dy, None, True, 1e-5, nr)
+        ref = norm_grads_ref("layer_norm", x, dy, None, np.zeros(row), 1e-5, nr)
         close("layer_norm_grad (no scale) dx", lnb[0], ref[0], np.abs(dy) * rstd)
         close("layer_norm_grad (no scale) dbeta", lnb[1], ref[2], ref[2])
     rms = run(f"rms_{name}", [dy_arr, x_arr, g_arr], [(shape, storage), (row, storage)])
     if rms is not None:
-        ref = torch_grads("rms_norm", x, dy, g, False, 1e-6, nr)
+        ref = norm_grads_ref("rms_norm", x, dy, g, None, 1e-6, nr)
         close("rms_norm_grad dx", rms[0], ref[0], np.abs(dy * g) * rms_rstd)
         close("rms_norm_grad dgamma", rms[1], ref[1], 1e-3 * np.abs(dy * x * rms_rstd).sum(axis=leading))
     rmsr = run(f"rmsr_{name}", [dy_arr, x_arr, rms_rstd], [(shape, storage)])
     if rmsr is not None and rows:
-        ref = torch_grads("rms_norm", x, dy, None, False, 1e-6, nr)
+        ref = norm_grads_ref("rms_norm", x, dy, None, None, 1e-6, nr)
         close("rms_norm_grad (rstd given) dx", rmsr[0], ref[0], np.abs(dy) * rms_rstd)
 
 

@@ -252,8 +252,8 @@ NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
   };
   auto looped = [&](int64_t vectorWidth) {
     NormStrategy row{NormStrategy::Kind::Looped, vectorWidth,
-                     kGradLoopedThreads, /*rowsPerBlock=*/1,
-                     /*vectorsPerThread=*/0, kGradMaxRegisters};
+                     kGradLoopedThreads,         /*rowsPerBlock=*/1,
+                     /*vectorsPerThread=*/0,     kGradMaxRegisters};
     return NormGradStrategy{row, blocksFor(kGradLoopedThreads),
                             kColumnSumThreads};
   };
@@ -269,7 +269,9 @@ NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
       std::max<int64_t>(1, elementsPerThread / vectorWidth);
 
   if (vectors <= kWarpSize * vectorsPerThreadLimit) {
-    NormStrategy row{NormStrategy::Kind::WarpPerRow, vectorWidth, kWarpSize,
+    NormStrategy row{NormStrategy::Kind::WarpPerRow,
+                     vectorWidth,
+                     kWarpSize,
                      kGradWarpsPerBlock,
                      llvm::divideCeilSigned(vectors, kWarpSize),
                      kGradMaxRegisters};
@@ -280,8 +282,11 @@ NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
   threads = std::max<int64_t>(threads, 4 * kWarpSize);
   if (threads > kGradThreadsPerMultiprocessor)
     return looped(vectorWidth);
-  NormStrategy row{NormStrategy::Kind::BlockPerRow, vectorWidth, threads,
-                   /*rowsPerBlock=*/1, llvm::divideCeilSigned(vectors, threads),
+  NormStrategy row{NormStrategy::Kind::BlockPerRow,
+                   vectorWidth,
+                   threads,
+                   /*rowsPerBlock=*/1,
+                   llvm::divideCeilSigned(vectors, threads),
                    kGradMaxRegisters};
   return {row, blocksFor(threads), kColumnSumThreads};
 }

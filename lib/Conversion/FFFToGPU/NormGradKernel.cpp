@@ -30,8 +30,8 @@ fff::partialBlocksAndRows(ImplicitLocOpBuilder &b,
                           const NormGradStrategy &strategy, Value rows) {
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value most = arith::ConstantIndexOp::create(b, strategy.partialBlocks);
-  Value blocks = arith::MaxUIOp::create(
-      b, one, arith::MinUIOp::create(b, rows, most));
+  Value blocks =
+      arith::MaxUIOp::create(b, one, arith::MinUIOp::create(b, rows, most));
   Value rowsPerBlock = arith::CeilDivUIOp::create(b, rows, blocks);
   // Never an empty block: every partial row launched is written.
   Value launched = arith::CeilDivUIOp::create(
@@ -172,15 +172,15 @@ private:
       return;
     }
     if (!p.rstd)
-      scalars.rstd = reciprocalSqrt(
-          add(mul(sums[1], invRowSize), f32(p.epsilon)));
+      scalars.rstd =
+          reciprocalSqrt(add(mul(sums[1], invRowSize), f32(p.epsilon)));
     scalars.meanGXhat = mul(scalars.rstd, mul(sums[0], invRowSize));
   }
 
   /// dx of one vector, in f32.
   Value gradInput(Value x, Value g, const RowScalars &scalars) {
-    Value centred =
-        arith::SubFOp::create(b, g, mul(xhat(x, scalars), splat(scalars.meanGXhat)));
+    Value centred = arith::SubFOp::create(
+        b, g, mul(xhat(x, scalars), splat(scalars.meanGXhat)));
     if (scalars.meanG)
       centred = arith::SubFOp::create(b, centred, splat(scalars.meanG));
     return mul(splat(scalars.rstd), centred);
@@ -215,8 +215,8 @@ private:
       }
       // Past the end, load the row's last vector instead (always in bounds)
       // and zero it: no branch, so the row stays in registers.
-      o.inRow = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, o.chunk,
-                                      vectors);
+      o.inRow =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, o.chunk, vectors);
       o.loadChunk = arith::MinUIOp::create(
           b, o.chunk, arith::SubIOp::create(b, vectors, index(1)));
       owned.push_back(o);
@@ -230,8 +230,8 @@ private:
     Value raw = load(buffer, r, o.loadChunk);
     auto type = cast<VectorType>(raw.getType());
     Value zero = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(
-               type, b.getFloatAttr(type.getElementType(), 0.0)));
+        b, DenseElementsAttr::get(type,
+                                  b.getFloatAttr(type.getElementType(), 0.0)));
     return arith::SelectOp::create(b, o.inRow, raw, zero);
   }
 
@@ -256,8 +256,8 @@ private:
       // Padding is zero in dy, so it adds nothing to any sum.
       auto g = [&](size_t i) { return scaled(dy(i), owned[i].loadChunk); };
       RowScalars scalars = savedStatistics(r);
-      SmallVector<Value> sums = groupSums(
-          p.subtractMean || !p.rstd ? 2 : 1, [&](Value) {
+      SmallVector<Value> sums =
+          groupSums(p.subtractMean || !p.rstd ? 2 : 1, [&](Value) {
             SmallVector<Value> lanePartials;
             for (size_t i = 0; i < owned.size(); ++i) {
               SmallVector<Value> terms = rowTerms(x(i), g(i), scalars);
@@ -273,9 +273,9 @@ private:
       SmallVector<Value> next;
       for (auto [k, partial] : llvm::enumerate(partials))
         for (auto [i, o] : llvm::enumerate(owned))
-          next.push_back(add(loop.getRegionIterArg(k * owned.size() + i),
-                             partialTerm(partial.timesXhat, x(i), dy(i),
-                                         scalars)));
+          next.push_back(
+              add(loop.getRegionIterArg(k * owned.size() + i),
+                  partialTerm(partial.timesXhat, x(i), dy(i), scalars)));
       for (auto [i, o] : llvm::enumerate(owned)) {
         Value dx = gradInput(x(i), g(i), scalars);
         ifThen(o.inRow, [&] { store(dx, p.gradInput, r, o.chunk); });
@@ -305,8 +305,8 @@ private:
     for (int64_t turn = 0; turn < groups; ++turn) {
       if (turn > 0)
         gpu::BarrierOp::create(b);
-      Value mine =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, group, index(turn));
+      Value mine = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, group,
+                                         index(turn));
       ifThen(mine, [&] {
         for (auto [k, partial] : llvm::enumerate(partials))
           for (auto [i, o] : llvm::enumerate(owned))
@@ -327,7 +327,8 @@ private:
 
   /// `body(chunk)` for each vector this lane owns: lane, lane + T, ...
   void forEachOwnedVector(function_ref<void(Value chunk)> body) {
-    auto loop = scf::ForOp::create(b, gpuLane, vectors, index(row.threadsPerRow));
+    auto loop =
+        scf::ForOp::create(b, gpuLane, vectors, index(row.threadsPerRow));
     inside(loop.getRegion(), [&] { body(loop.getInductionVar()); });
   }
 
@@ -404,7 +405,8 @@ void fff::emitColumnSumsKernel(ImplicitLocOpBuilder &b,
   Value column = arith::AddIOp::create(
       b,
       arith::MulIOp::create(
-          b, blockId, arith::ConstantIndexOp::create(b, strategy.columnThreads)),
+          b, blockId,
+          arith::ConstantIndexOp::create(b, strategy.columnThreads)),
       threadId);
   Value inRow =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column, rowSize);
@@ -423,8 +425,8 @@ void fff::emitColumnSumsKernel(ImplicitLocOpBuilder &b,
       b.setInsertionPointToStart(loop.getBody());
       Value term = memref::LoadOp::create(
           b, partial, ValueRange{loop.getInductionVar(), column});
-      scf::YieldOp::create(
-          b, ValueRange{arith::AddFOp::create(b, loop.getRegionIterArg(0), term)});
+      scf::YieldOp::create(b, ValueRange{arith::AddFOp::create(
+                                  b, loop.getRegionIterArg(0), term)});
     }
     Value total = loop.getResult(0);
     Type elementType = cast<MemRefType>(gradient.getType()).getElementType();

@@ -1,4 +1,5 @@
-//===- NormGradKernel.h - the bodies of fff's norm backward kernels -*- C++ -*-===//
+//===- NormGradKernel.h - the bodies of fff's norm backward kernels -*- C++
+//-*-===//
 //
 // A norm backward runs as two kernels (NormGradStrategy in KernelStrategy.h):
 // dx with per-block partial dgamma/dbeta rows, then the column sums of the

@@ -47,6 +47,28 @@ std::string kernelName(Operation *op, Type elementType,
   return name;
 }
 
+/// The kernel `spec` describes for `op`, found (a repeated layer's) or
+/// made with the body `emitBody` writes, given the thread's and block's ids;
+/// `parameters` are bound to the new kernel's arguments first.
+gpu::GPUFuncOp kernelFor(
+    RewriterBase &rewriter, Operation *op, const KernelSpec &spec,
+    const KernelParameters &parameters,
+    function_ref<void(ImplicitLocOpBuilder &, gpu::GPUFuncOp, Value, Value)>
+        emitBody) {
+  ValueRange operands = parameters.operands();
+  if (gpu::GPUFuncOp kernel = lookupKernelOfIdenticalOp(op, spec, operands))
+    return kernel;
+  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
+  parameters.bind(kernel);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&kernel.front());
+  ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
+  emitBody(kb, kernel, gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
+           gpu::BlockIdOp::create(kb, gpu::Dimension::x));
+  gpu::ReturnOp::create(kb);
+  return kernel;
+}
+
 /// Builds (or finds, for a repeated layer) the dx and partials kernel and
 /// launches it on `blocks` blocks.
 void launchGradKernel(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
@@ -75,26 +97,18 @@ void launchGradKernel(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
       spec.workgroupBuffers.push_back(
           workgroupBufferType({*host.staticRowSize}, f32));
   }
-  ValueRange operands = parameters.operands();
-  gpu::GPUFuncOp kernel = lookupKernelOfIdenticalOp(op, spec, operands);
-  if (!kernel) {
-    kernel = createKernel(rewriter, op, spec, operands);
-    parameters.bind(kernel);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(&kernel.front());
-    ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
-    ArrayRef<BlockArgument> shared = kernel.getWorkgroupAttributions();
-    Value partials = needsSharedPartials ? Value(shared.front()) : Value();
-    SmallVector<Value> columns(
-        shared.take_back(sharedColumns).begin(),
-        shared.take_back(sharedColumns).end());
-    emitNormGradKernel(kb, strategy, inKernel,
-                       gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
-                       gpu::BlockIdOp::create(kb, gpu::Dimension::x), partials,
-                       columns);
-    gpu::ReturnOp::create(kb);
-  }
-  launchKernel(b, kernel, blocks, spec.threadsPerBlock, operands);
+  gpu::GPUFuncOp kernel = kernelFor(
+      rewriter, op, spec, parameters,
+      [&](ImplicitLocOpBuilder &kb, gpu::GPUFuncOp kernel, Value threadId,
+          Value blockId) {
+        ArrayRef<BlockArgument> shared = kernel.getWorkgroupAttributions();
+        Value partials = needsSharedPartials ? Value(shared.front()) : Value();
+        SmallVector<Value> columns(shared.take_back(sharedColumns).begin(),
+                                   shared.take_back(sharedColumns).end());
+        emitNormGradKernel(kb, strategy, inKernel, threadId, blockId, partials,
+                           columns);
+      });
+  launchKernel(b, kernel, blocks, spec.threadsPerBlock, parameters.operands());
 }
 
 /// Builds (or finds) the column sums kernel and launches it over the row.
@@ -115,27 +129,20 @@ void launchColumnSums(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
   spec.threadsPerBlock = strategy.columnThreads;
   spec.maxRegisters = NormStrategy::kMaxRegistersPerThread;
   spec.strategy = strategy.columnSumsAttr(rewriter.getContext());
-  ValueRange operands = parameters.operands();
-  gpu::GPUFuncOp kernel = lookupKernelOfIdenticalOp(op, spec, operands);
-  if (!kernel) {
-    kernel = createKernel(rewriter, op, spec, operands);
-    parameters.bind(kernel);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(&kernel.front());
-    ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
-    size_t count = partials.size();
-    emitColumnSumsKernel(kb, strategy,
-                         ValueRange(fields).take_front(count),
-                         ValueRange(fields).slice(count, count),
-                         fields.back(),
-                         gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
-                         gpu::BlockIdOp::create(kb, gpu::Dimension::x));
-    gpu::ReturnOp::create(kb);
-  }
+  size_t count = partials.size();
+  gpu::GPUFuncOp kernel =
+      kernelFor(rewriter, op, spec, parameters,
+                [&](ImplicitLocOpBuilder &kb, gpu::GPUFuncOp, Value threadId,
+                    Value blockId) {
+                  ValueRange bound(fields);
+                  emitColumnSumsKernel(kb, strategy, bound.take_front(count),
+                                       bound.slice(count, count), bound.back(),
+                                       threadId, blockId);
+                });
   Value blocks = arith::CeilDivUIOp::create(
       b, host.rowSize,
       arith::ConstantIndexOp::create(b, strategy.columnThreads));
-  launchKernel(b, kernel, blocks, spec.threadsPerBlock, operands);
+  launchKernel(b, kernel, blocks, spec.threadsPerBlock, parameters.operands());
 }
 
 LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
@@ -163,8 +170,8 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
   problem.rowSize = view.rowSize;
   problem.staticRowSize = view.staticRowSize;
 
-  Value dx = view.allocResult(
-      b, cast<RankedTensorType>(op->getResult(0).getType()));
+  Value dx =
+      view.allocResult(b, cast<RankedTensorType>(op->getResult(0).getType()));
   problem.gradInput = view.outputMatrix(b, dx);
   SmallVector<Value> results{RowView::toTensor(b, dx)};
 
@@ -182,17 +189,17 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
         extents.push_back(getValueOrCreateConstantIndexOp(
             b, b.getLoc(), view.originalSizes[leadingRank + d]));
     if (result.use_empty()) {
-      results.push_back(tensor::EmptyOp::create(b, type.getShape(),
-                                                type.getElementType(), extents));
+      results.push_back(tensor::EmptyOp::create(
+          b, type.getShape(), type.getElementType(), extents));
       continue;
     }
     Value gradient = memref::AllocOp::create(
         b, MemRefType::get(type.getShape(), type.getElementType()), extents);
     results.push_back(RowView::toTensor(b, gradient));
     gradients.push_back(RowView::flatBuffer(b, gradient));
-    SmallVector<int64_t> partialShape{ShapedType::kDynamic,
-                                      view.staticRowSize.value_or(
-                                          ShapedType::kDynamic)};
+    SmallVector<int64_t> partialShape{
+        ShapedType::kDynamic,
+        view.staticRowSize.value_or(ShapedType::kDynamic)};
     SmallVector<Value> partialExtents{blocks};
     if (!view.staticRowSize)
       partialExtents.push_back(view.rowSize);
@@ -215,12 +222,12 @@ struct LayerNormGradToGPU : OpConversionPattern<LayerNormGradOp> {
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerNormGrad(op,
-                         {adaptor.getGradOutput(), adaptor.getInput(),
-                          adaptor.getMean(), adaptor.getRstd(),
-                          adaptor.getGamma(), /*epsilon=*/0.0f,
-                          int64_t(op.getNormalizedRank()), /*subtractMean=*/true},
-                         rewriter);
+    return lowerNormGrad(
+        op,
+        {adaptor.getGradOutput(), adaptor.getInput(), adaptor.getMean(),
+         adaptor.getRstd(), adaptor.getGamma(), /*epsilon=*/0.0f,
+         int64_t(op.getNormalizedRank()), /*subtractMean=*/true},
+        rewriter);
   }
 };
 
@@ -232,9 +239,9 @@ struct RMSNormGradToGPU : OpConversionPattern<RMSNormGradOp> {
     return lowerNormGrad(op,
                          {adaptor.getGradOutput(), adaptor.getInput(),
                           /*mean=*/Value(), adaptor.getRstd(),
-                          adaptor.getGamma(),
-                          op.getEpsilon().convertToFloat(),
-                          int64_t(op.getNormalizedRank()), /*subtractMean=*/false},
+                          adaptor.getGamma(), op.getEpsilon().convertToFloat(),
+                          int64_t(op.getNormalizedRank()),
+                          /*subtractMean=*/false},
                          rewriter);
   }
 };

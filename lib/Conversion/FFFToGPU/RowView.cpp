@@ -77,8 +77,7 @@ Value RowView::outputMatrix(ImplicitLocOpBuilder &b, Value output) const {
     auto flatType = cast<MemRefType>(flat.getType());
     return memref::ExpandShapeOp::create(
         b,
-        MemRefType::get({1, flatType.getDimSize(0)},
-                        flatType.getElementType()),
+        MemRefType::get({1, flatType.getDimSize(0)}, flatType.getElementType()),
         flat, ArrayRef<ReassociationIndices>{{0, 1}},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1),
                                memref::getMixedSize(b, b.getLoc(), flat, 0)});

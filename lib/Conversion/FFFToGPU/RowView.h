@@ -1,4 +1,5 @@
-//===- RowView.h - a norm's tensors as the matrices kernels take -*- C++ -*-===//
+//===- RowView.h - a norm's tensors as the matrices kernels take -*- C++
+//-*-===//
 //
 // The host side of every norm kernel, forward and backward: the tensors a
 // norm works on, viewed as [rows, rowSize] buffers (the leading dims, then
@@ -29,8 +30,7 @@ struct RowView {
           int64_t normalizedRank);
 
   /// `tensor`, of the input's shape, as a read-only [rows, rowSize] buffer.
-  mlir::Value matrixOf(mlir::ImplicitLocOpBuilder &b,
-                       mlir::Value tensor) const;
+  mlir::Value matrixOf(mlir::ImplicitLocOpBuilder &b, mlir::Value tensor) const;
 
   /// A fresh buffer shaped like `resultType` (an op result), with the
   /// input's dynamic sizes; results are allocated in their final shape so

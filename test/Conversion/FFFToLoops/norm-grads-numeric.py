@@ -11,26 +11,11 @@
 # CHECK: all {{[0-9]+}} checks passed
 
 import numpy as np
-import torch
 
-from fffcheck import TOLERANCE, Checker, dequantize, quantize, run, tensor_type
+from fffcheck import TOLERANCE, Checker, dequantize, grad_scale, norm_grads_ref, quantize, run, tensor_type
 
 rng = np.random.default_rng(20261202)
 check = Checker()
-
-
-def torch_grads(kind, x, dy, g, b, eps, normalized_rank):
-    """dx, dgamma, dbeta (None where absent) of torch's norm in float64."""
-    shape = x.shape[x.ndim - normalized_rank:]
-    xt = torch.tensor(x, requires_grad=True)
-    gt = None if g is None else torch.tensor(g, requires_grad=True)
-    bt = None if b is None else torch.tensor(b, requires_grad=True)
-    if kind == "layer_norm":
-        y = torch.nn.functional.layer_norm(xt, shape, gt, bt, eps)
-    else:
-        y = torch.nn.functional.rms_norm(xt, shape, gt, eps)
-    y.backward(torch.tensor(dy))
-    return [None if t is None else t.grad.numpy() for t in (xt, gt, bt)]
 
 
 def stats(x, eps, normalized_rank, kind):
@@ -42,15 +27,6 @@ def stats(x, eps, normalized_rank, kind):
     else:
         var = (x * x).mean(axis=axes, keepdims=True)
     return mean.astype(np.float32), (1.0 / np.sqrt(var + eps)).astype(np.float32)
-
-
-def scale_of(expected, floor):
-    """The norm an error is measured against: the expected gradient's, but at
-    least `floor`'s. A gradient that cancels in exact arithmetic (a row of
-    one element: dx of a LayerNorm is 0, of an RMSNorm
-    rstd * g * eps / (x^2 + eps)) is then judged against the magnitudes of
-    the terms that cancel, which is all f32 arithmetic can promise."""
-    return np.array([max(np.linalg.norm(expected), np.linalg.norm(floor))])
 
 
 def check_grads(dtype, shape, static_shape, normalized_rank, offset=0.0, flags=()):
@@ -86,27 +62,27 @@ func.func @grads(%dy: {xt}, %x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt}, %rms_r
     tol = max(TOLERANCE[dtype], 1e-4 if offset else 2e-5)
     b = np.zeros(param_shape)
     leading = tuple(range(x.ndim - normalized_rank))
-    # Floors (see scale_of): the magnitude of dx's terms, and 1e-3 of that
+    # Floors (see grad_scale): the magnitude of dx's terms, and 1e-3 of that
     # of dgamma's (whose terms, of random sign, sum to about sqrt(rows) of it).
     dx_terms, dx_terms_plain = np.abs(dy * g) * rstd, np.abs(dy) * rstd
     dg_terms = 1e-3 * (np.abs(dy) * (np.abs(x) + np.abs(mean)) * rstd).sum(axis=leading)
 
     def close(what, actual, expected, floor):
-        check.close(f"{what} {name}", actual, expected, tol, scale=scale_of(expected, floor))
+        check.close(f"{what} {name}", actual, expected, tol, scale=grad_scale(expected, floor))
 
-    ref = torch_grads("layer_norm", x, dy, g, b, 1e-5, normalized_rank)
+    ref = norm_grads_ref("layer_norm", x, dy, g, b, 1e-5, normalized_rank)
     close("layer_norm_grad dx", dx, ref[0], dx_terms)
     close("layer_norm_grad dgamma", dg, ref[1], dg_terms)
     close("layer_norm_grad dbeta", db, ref[2], ref[2])
-    ref = torch_grads("layer_norm", x, dy, None, b, 1e-5, normalized_rank)
+    ref = norm_grads_ref("layer_norm", x, dy, None, b, 1e-5, normalized_rank)
     close("layer_norm_grad (no scale) dx", dx_plain, ref[0], dx_terms_plain)
     close("layer_norm_grad (no scale) dbeta", db_plain, ref[2], ref[2])
-    ref = torch_grads("layer_norm", x, dy, None, None, 1e-5, normalized_rank)
+    ref = norm_grads_ref("layer_norm", x, dy, None, None, 1e-5, normalized_rank)
     close("layer_norm_grad (no affine) dx", dx_bare, ref[0], dx_terms_plain)
-    ref = torch_grads("rms_norm", x, dy, g, None, 1e-6, normalized_rank)
+    ref = norm_grads_ref("rms_norm", x, dy, g, None, 1e-6, normalized_rank)
     close("rms_norm_grad dx", rdx, ref[0], np.abs(dy * g) * rms_rstd)
     close("rms_norm_grad dgamma", rdg, ref[1], 1e-3 * np.abs(dy * x * rms_rstd).sum(axis=leading))
-    ref = torch_grads("rms_norm", x, dy, None, None, 1e-6, normalized_rank)
+    ref = norm_grads_ref("rms_norm", x, dy, None, None, 1e-6, normalized_rank)
     close("rms_norm_grad (rstd given) dx", rdx_given, ref[0], np.abs(dy) * rms_rstd)
 
 
