@@ -7,6 +7,13 @@
 # the module, and as traced (--no-raise), against torch's own
 # backward in float64 on the same rounded inputs.
 #
+# Then a hand-written RMSNorm (LLaMA's, with its f32 upcast) traced with its
+# backward as one training step (make_fx of the forward and
+# torch.autograd.grad): fff-raise-norms must raise the forward to
+# fff.rms_norm and the dx of AOTAutograd's decomposed backward to
+# fff.rms_norm_grad, which recomputes rstd, and the step must match torch's
+# autograd in float64.
+#
 # REQUIRES: numpy, torch
 # RUN: %python %s fff-opt | FileCheck %s
 # CHECK: {{all [0-9]+ checks passed|skipped: torch-mlir is not installed}}
@@ -91,4 +98,51 @@ for dtype in ("f32", "f16", "bf16"):
                 for form, value in (("raised", actual), ("--no-raise", unraised)):
                     check.close(f"{what} {name} {form}", dequantize(value, dtype), reference.numpy(),
                                 max(TOLERANCE[dtype], 2e-5))
+
+
+def rms_step_linalg(shape, dtype, eps):
+    """torch-mlir's linalg of a LLaMA RMSNorm's forward and backward."""
+
+    def rms(x, w):
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        return w * h.to(x.dtype)
+
+    def step(x, w, dy):
+        x, w = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = rms(x, w)
+        return (y, *torch.autograd.grad(y, (x, w), dy))
+
+    examples = [torch.zeros(shape, dtype=TORCH[dtype]), torch.zeros(shape[-1:], dtype=TORCH[dtype]),
+                torch.zeros(shape, dtype=TORCH[dtype])]
+    graph = make_fx(step, decomposition_table=get_decomposition_table())(*examples)
+    return str(fx.stateless_fx_import(graph, output_type="linalg-on-tensors", model_name="step"))
+
+
+for dtype in ("f32", "bf16"):
+    for shape in ((8, 64), (3, 5, 96)):
+        name = f"rms_norm step {dtype} {list(shape)}"
+        mlir = rms_step_linalg(shape, dtype, 1e-6)
+        text = raised(mlir)
+        check.count += 1
+        if "fff.rms_norm_grad" in text and "fff.rms_norm " in text:
+            print(f"ok   {name}: raised to fff.rms_norm and fff.rms_norm_grad")
+        else:
+            check.failures.append(f"{name}: not raised")
+            print(f"FAIL {name}: not raised")
+        x_arr, x = quantize(rng.standard_normal(shape) * 2 + 0.5, dtype)
+        w_arr, w = quantize(rng.standard_normal(shape[-1:]), dtype)
+        dy_arr, dy = quantize(rng.standard_normal(shape), dtype)
+        xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+        y = xt * torch.rsqrt(xt.pow(2).mean(-1, keepdim=True) + 1e-6) * wt
+        expected = [y.detach(), *torch.autograd.grad(y, (xt, wt), torch.tensor(dy))]
+        results = run(mlir, "step", [x_arr, w_arr, dy_arr], 3)
+        as_traced = run(mlir, "step", [x_arr, w_arr, dy_arr], 3, extra_flags=("--no-raise",))
+        for what, actual, unraised, reference in zip(("y", "dx", "dw"), results, as_traced, expected):
+            # dw sums dy times the normalized row rounded to bf16 (as
+            # LLaMA's forward rounds it), terms of random sign: their
+            # roundings add up past one rounding of the result.
+            tolerance = 1.5e-2 if (dtype, what) == ("bf16", "dw") else max(TOLERANCE[dtype], 2e-5)
+            for form, value in (("raised", actual), ("--no-raise", unraised)):
+                check.close(f"{what} {name} {form}", dequantize(value, dtype), reference.numpy(), tolerance)
 check.finish()

@@ -30,6 +30,29 @@ struct RowShape {
   double count;    // N, their static element count
 };
 
+/// mean(inner) over the trailing dims: sum(inner) / N or sum(inner) * (1/N).
+inline Term *matchMean(Term *t, const RowShape &row) {
+  auto sumOf = [&](Term *s) -> Term * {
+    return s->is(Term::Kind::RowSum) && s->reduced == row.reduced
+               ? s->operand(0)
+               : nullptr;
+  };
+  if (t->is(Term::Kind::Div) && isConstant(t->operand(1), row.count))
+    return sumOf(t->operand(0));
+  if (t->is(Term::Kind::Mul))
+    for (int i : {0, 1})
+      if (t->operand(i)->is(Term::Kind::Constant) &&
+          sameConstant(t->operand(i)->constant * row.count, 1.0))
+        return sumOf(t->operand(1 - i));
+  return nullptr;
+}
+
+/// `t` squared: t * t.
+inline bool isSquareOf(const Term *square, const Term *t) {
+  return square->is(Term::Kind::Mul) && equal(square->operand(0), t) &&
+         equal(square->operand(1), t);
+}
+
 /// `match(row)` for each row shape of a root of `type` (one trailing dim
 /// reduced, two, ...) until one matches; N must be static.
 template <typename Match>
@@ -104,10 +127,13 @@ inline mlir::Value trailingRead(const Term *t, const RowShape &row,
   return found;
 }
 
-/// What a matched norm backward needs to be rebuilt as fff.layer_norm_grad.
+/// What a matched norm backward needs to be rebuilt as fff.layer_norm_grad
+/// or fff.rms_norm_grad (no mean; rstd null where it is recomputed from
+/// x with `epsilon`).
 struct NormGradMatch {
   mlir::Value gradOutput, input, mean, rstd, gamma;
   int64_t normalizedRank;
+  double epsilon = 0;
 };
 
 /// The LayerNorm backward's dx that `root` computes, as torch's
@@ -115,6 +141,12 @@ struct NormGradMatch {
 /// not one (RaiseNormGrads.cpp).
 std::optional<NormGradMatch> matchLayerNormGrad(Term *root,
                                                 mlir::RankedTensorType type);
+
+/// The RMSNorm backward's dx that `root` computes, as AOTAutograd
+/// decomposes the backward of a hand-written RMSNorm; nullopt if it is not
+/// one (RaiseNormGrads.cpp).
+std::optional<NormGradMatch> matchRMSNormGrad(Term *root,
+                                              mlir::RankedTensorType type);
 
 /// Replaces the sums over the rows that compute `grad`'s dgamma
 /// (dy * xhat) and dbeta (dy) by the results of one fff.layer_norm_grad,

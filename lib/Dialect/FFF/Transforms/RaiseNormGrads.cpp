@@ -1,4 +1,4 @@
-//===- RaiseNormGrads.cpp - a decomposed LayerNorm backward -----*- C++ -*-===//
+//===- RaiseNormGrads.cpp - decomposed norm backwards -----------*- C++ -*-===//
 //
 // fff-raise-norms' matcher for the dx of a LayerNorm backward, in the form
 // torch's decomposition of aten.native_layer_norm_backward writes it (and
@@ -14,6 +14,11 @@
 // and stays as it is. Then dgamma and dbeta: sums over the rows of dy * xhat
 // and of dy, each a reduction of its own reading the raised op's dy and an
 // xhat of its x, mean and rstd, become the op's own results.
+//
+// The dx of an RMSNorm backward, as AOTAutograd decomposes that of a
+// hand-written RMSNorm (RMSGradMatcher below), becomes fff.rms_norm_grad;
+// its dgamma, a sum of dy times the forward's saved normalized row, stays
+// as it is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +85,26 @@ bool isTimesCount(const Term *scaled, const Term *t, const RowShape &row) {
         equal(scaled->operand(1 - i), t))
       return true;
   return false;
+}
+
+/// dy and gamma of g = dy * gamma; or, failing that, g itself as dy (its
+/// dx is the same: the backward reads dy only through g).
+bool withGradient(NormGradMatch &match, Term *g, RankedTensorType type,
+                  const RowShape &row) {
+  Type element = type.getElementType();
+  if (g->is(Kind::Mul))
+    for (int i : {0, 1}) {
+      Value dy = fullRead(g->operand(i), type);
+      Value gamma = trailingRead(g->operand(1 - i), row, element);
+      if (dy && dy.getType() == type && gamma &&
+          getElementTypeOrSelf(gamma.getType()) == element) {
+        match.gradOutput = dy;
+        match.gamma = gamma;
+        return true;
+      }
+    }
+  match.gradOutput = fullRead(g, type);
+  return match.gradOutput && match.gradOutput.getType() == type;
 }
 
 class GradMatcher {
@@ -152,29 +177,10 @@ private:
       if (!match.input || match.input.getType() != type || !match.mean ||
           !match.rstd)
         continue;
-      if (withGradient(match, g))
+      if (withGradient(match, g, type, row))
         return match;
     }
     return std::nullopt;
-  }
-
-  /// dy and gamma of g = dy * gamma; or, failing that, g itself as dy (its
-  /// dx is the same: the backward reads dy only through g).
-  bool withGradient(NormGradMatch &match, Term *g) {
-    Type element = type.getElementType();
-    if (g->is(Kind::Mul))
-      for (int i : {0, 1}) {
-        Value dy = fullRead(g->operand(i), type);
-        Value gamma = trailingRead(g->operand(1 - i), row, element);
-        if (dy && dy.getType() == type && gamma &&
-            getElementTypeOrSelf(gamma.getType()) == element) {
-          match.gradOutput = dy;
-          match.gamma = gamma;
-          return true;
-        }
-      }
-    match.gradOutput = fullRead(g, type);
-    return match.gradOutput && match.gradOutput.getType() == type;
   }
 
   RowShape row;
@@ -189,6 +195,135 @@ std::optional<NormGradMatch> fff::matchLayerNormGrad(Term *root,
     return std::nullopt;
   return matchEachRowShape(type, [&](const RowShape &row) {
     return GradMatcher(row, type).match(root);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNorm's dx
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Matches the dx of a hand-written RMSNorm's backward as AOTAutograd
+/// decomposes it (rsqrt's, mean's and pow's gradients in turn):
+///
+///   dx = g * rstd + (sum(g * x) * -0.5 * rstd^3 / N) * (2 * x)
+///
+/// with g = dy * gamma (or dy), the constants in any grouping, and the
+/// difference written as a subtraction too. rstd must be one value in both
+/// places: the forward's saved statistic (two saved tensors, even of equal
+/// values, are not known to be one) or rsqrt(mean(x^2) + eps) of the same x.
+class RMSGradMatcher {
+public:
+  RMSGradMatcher(const RowShape &row, RankedTensorType type)
+      : row(row), type(type) {}
+
+  std::optional<NormGradMatch> match(Term *root) {
+    if (!root->is(Kind::Add) && !root->is(Kind::Sub))
+      return std::nullopt;
+    double sign = root->is(Kind::Add) ? -1.0 : 1.0;
+    for (int i : {0, 1}) {
+      if (root->is(Kind::Sub) && i == 1)
+        break; // only a - b, the projection subtracted
+      if (auto found = matchTerms(root->operand(i), root->operand(1 - i), sign))
+        return found;
+    }
+    return std::nullopt;
+  }
+
+private:
+  /// direct = g * rstd; projection = sign * (1/N) * sum(g * x) * rstd^3 * x.
+  std::optional<NormGradMatch> matchTerms(Term *direct, Term *projection,
+                                          double sign) {
+    Factors factors;
+    if (!factors.add(projection, /*divides=*/false, /*limit=*/10))
+      return std::nullopt;
+    double scale = 1.0;
+    SmallVector<Term *, 6> rest;
+    Term *sum = nullptr;
+    for (Term *t : factors.numerators) {
+      if (t->is(Kind::Constant))
+        scale *= t->constant;
+      else if (t->is(Kind::RowSum) && t->reduced == row.reduced && !sum)
+        sum = t;
+      else
+        rest.push_back(t);
+    }
+    for (Term *t : factors.denominators) {
+      if (!t->is(Kind::Constant) || t->constant == 0)
+        return std::nullopt;
+      scale /= t->constant;
+    }
+    if (!sum || rest.size() != 4 || !sameConstant(scale * row.count, sign))
+      return std::nullopt;
+    // Three of the four are rstd, the fourth x.
+    for (int xIndex = 0; xIndex < 4; ++xIndex) {
+      Term *x = rest[xIndex];
+      Term *rstd = rest[(xIndex + 1) % 4];
+      bool cubed = llvm::all_of(llvm::seq(0, 4), [&](int i) {
+        return i == xIndex || equal(rest[i], rstd);
+      });
+      if (!cubed || !sum->operand(0)->is(Kind::Mul))
+        continue;
+      Term *product = sum->operand(0);
+      for (int i : {0, 1}) {
+        if (!equal(product->operand(1 - i), x))
+          continue;
+        Term *g = product->operand(i);
+        if (isProductOf(direct, g, rstd))
+          if (auto found = withOperands(x, rstd, g))
+            return found;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// The op's operands: x and dy of the row's type, gamma, and rstd as the
+  /// epsilon it adds when it is recomputed, else a saved statistic.
+  std::optional<NormGradMatch> withOperands(Term *x, Term *rstd, Term *g) {
+    NormGradMatch match{Value(), fullRead(x, type), Value(),
+                        Value(), Value(),           row.reduced};
+    if (!match.input || match.input.getType() != type)
+      return std::nullopt;
+    // An rstd this module computes from x is recomputed by the op, so that
+    // its sums die once the forward is raised too.
+    if (!recomputedFrom(rstd, x, match.epsilon) &&
+        !(match.rstd = statisticRead(rstd, row)))
+      return std::nullopt;
+    if (!withGradient(match, g, type, row))
+      return std::nullopt;
+    return match;
+  }
+
+  /// Whether `rstd` is rsqrt(mean(x * x) + epsilon), and its epsilon.
+  bool recomputedFrom(Term *rstd, Term *x, double &epsilon) {
+    if (!rstd->is(Kind::Rsqrt) || !rstd->operand(0)->is(Kind::Add))
+      return false;
+    Term *shifted = rstd->operand(0);
+    for (int i : {0, 1}) {
+      Term *squares = matchMean(shifted->operand(i), row);
+      Term *eps = shifted->operand(1 - i);
+      if (squares && isSquareOf(squares, x) && eps->is(Kind::Constant) &&
+          eps->constant > 0) {
+        epsilon = eps->constant;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  RowShape row;
+  RankedTensorType type;
+};
+
+} // namespace
+
+std::optional<NormGradMatch> fff::matchRMSNormGrad(Term *root,
+                                                   RankedTensorType type) {
+  if (!isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()))
+    return std::nullopt;
+  return matchEachRowShape(type, [&](const RowShape &row) {
+    return RMSGradMatcher(row, type).match(root);
   });
 }
 
@@ -323,7 +458,7 @@ ColumnSum columnSum(linalg::GenericOp generic, LayerNormGradOp grad,
 void fff::raiseParameterGradients(RewriterBase &rewriter,
                                   LayerNormGradOp grad) {
   auto type = cast<RankedTensorType>(grad.getInput().getType());
-  RowShape row{type.getRank(), grad.getNormalizedRank(), 0.0};
+  RowShape row{type.getRank(), int64_t(grad.getNormalizedRank()), 0.0};
   // The sums read dy, or a product of dy computed apart (dy * xhat).
   SetVector<Operation *> candidates;
   for (Operation *user : grad.getGradOutput().getUsers()) {

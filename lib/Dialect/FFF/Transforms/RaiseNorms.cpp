@@ -10,8 +10,8 @@
 // from: block arguments, or the results of elementwise ops (a residual add,
 // a bias add, an upcast), which stay in place for fusion to take. Roots are
 // tried from the last op backwards, so that the largest match (with gamma
-// and beta) wins. A root that is no norm may be a LayerNorm backward's dx
-// (RaiseNormGrads.cpp).
+// and beta) wins. A root that is no norm may be a LayerNorm or RMSNorm
+// backward's dx (RaiseNormGrads.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,28 +35,6 @@ using namespace fff;
 namespace {
 
 using Kind = Term::Kind;
-
-/// mean(inner) over the trailing dims: sum(inner) / N or sum(inner) * (1/N).
-Term *matchMean(Term *t, const RowShape &row) {
-  auto sumOf = [&](Term *s) -> Term * {
-    return s->is(Kind::RowSum) && s->reduced == row.reduced ? s->operand(0)
-                                                            : nullptr;
-  };
-  if (t->is(Kind::Div) && isConstant(t->operand(1), row.count))
-    return sumOf(t->operand(0));
-  if (t->is(Kind::Mul))
-    for (int i : {0, 1})
-      if (t->operand(i)->is(Kind::Constant) &&
-          sameConstant(t->operand(i)->constant * row.count, 1.0))
-        return sumOf(t->operand(1 - i));
-  return nullptr;
-}
-
-/// `t` squared: t * t.
-bool isSquareOf(const Term *square, const Term *t) {
-  return square->is(Kind::Mul) && equal(square->operand(0), t) &&
-         equal(square->operand(1), t);
-}
 
 /// var + eps; returns var (without a clamp at zero, which a variance never
 /// needs) and sets `epsilon`.
@@ -291,6 +269,15 @@ struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
         raiseParameterGradients(rewriter, raised);
         // The root goes now, so that the ops it read (an f32 dx before its
         // narrowing to bf16) are not roots of a second match.
+        rewriter.eraseOp(op);
+      } else if (std::optional<NormGradMatch> grad =
+                     matchRMSNormGrad(term, resultType)) {
+        auto raised = RMSNormGradOp::create(
+            rewriter, op.getLoc(), grad->gradOutput, grad->input, grad->rstd,
+            grad->gamma,
+            grad->rstd ? FloatAttr() : rewriter.getF32FloatAttr(grad->epsilon),
+            rewriter.getI64IntegerAttr(grad->normalizedRank));
+        rewriter.replaceAllUsesWith(op->getResult(0), raised.getGradInput());
         rewriter.eraseOp(op);
       }
     }

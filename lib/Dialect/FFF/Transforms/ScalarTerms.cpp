@@ -63,6 +63,8 @@ Term *TermBuilder::readUncached(Value tensor, AffineMap map) {
     return constant(splat.getValueAsDouble());
   if (auto expand = tensor.getDefiningOp<tensor::ExpandShapeOp>())
     return readThroughUnitDims(expand, map);
+  if (auto collapse = tensor.getDefiningOp<tensor::CollapseShapeOp>())
+    return readThroughUnitDims(collapse, map);
   auto result = dyn_cast<OpResult>(tensor);
   auto producer =
       result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
@@ -136,6 +138,39 @@ Term *TermBuilder::readThroughUnitDims(tensor::ExpandShapeOp expand,
                                               sourceResults, map.getContext()));
 }
 
+/// A collapse_shape that only drops unit dims (a [rows, 1] statistic
+/// collapsed to [rows] before a broadcast): reading it is reading its
+/// source with those dims read at 0.
+Term *TermBuilder::readThroughUnitDims(tensor::CollapseShapeOp collapse,
+                                       AffineMap map) {
+  ArrayRef<int64_t> source = collapse.getSrcType().getShape();
+  SmallVector<AffineExpr> sourceResults;
+  for (auto [index, group] :
+       llvm::enumerate(collapse.getReassociationIndices())) {
+    int64_t nonUnit = -1;
+    for (int64_t dim : group) {
+      if (dim < 0 || dim >= int64_t(source.size()))
+        return input(collapse.getResult(), map);
+      if (source[dim] == 1)
+        continue;
+      if (nonUnit >= 0)
+        return input(collapse.getResult(), map);
+      nonUnit = dim;
+    }
+    // The group's one extent that is not 1 takes the collapsed index; with
+    // none, the collapsed dim is 1 and any of them does.
+    if (nonUnit < 0)
+      nonUnit = group.front();
+    for (int64_t dim : group)
+      sourceResults.push_back(dim == nonUnit
+                                  ? map.getResult(index)
+                                  : getAffineConstantExpr(0, map.getContext()));
+  }
+  return read(
+      collapse.getSrc(),
+      AffineMap::get(map.getNumDims(), 0, sourceResults, map.getContext()));
+}
+
 /// One result of a sum over trailing dims (a reduction may compute several,
 /// as the sum and the sum of squares of a one-pass variance), read back
 /// with the map it was written with (keepdim `(d0, 0)` or not `(d0)`), so
@@ -180,24 +215,40 @@ Term *TermBuilder::fromBody(linalg::GenericOp op, Value value,
   return TypeSwitch<Operation *, Term *>(def)
       // Float casts only change the precision the reference computes in.
       .Case<arith::ExtFOp, arith::TruncFOp>([&](Operation *) { return sub(0); })
-      .Case([&](arith::AddFOp) { return make(Kind::Add, {sub(0), sub(1)}); })
-      .Case([&](arith::SubFOp) { return make(Kind::Sub, {sub(0), sub(1)}); })
-      .Case([&](arith::MulFOp) { return make(Kind::Mul, {sub(0), sub(1)}); })
-      .Case([&](arith::DivFOp) { return make(Kind::Div, {sub(0), sub(1)}); })
-      .Case<arith::MaximumFOp, arith::MaxNumFOp>(
-          [&](Operation *) { return make(Kind::Max, {sub(0), sub(1)}); })
+      .Case([&](arith::AddFOp) {
+        return make(Kind::Add, {sub(0), sub(1)});
+      })
+      .Case([&](arith::SubFOp) {
+        return make(Kind::Sub, {sub(0), sub(1)});
+      })
+      .Case([&](arith::MulFOp) {
+        return make(Kind::Mul, {sub(0), sub(1)});
+      })
+      .Case([&](arith::DivFOp) {
+        return make(Kind::Div, {sub(0), sub(1)});
+      })
+      .Case<arith::MaximumFOp, arith::MaxNumFOp>([&](Operation *) {
+        return make(Kind::Max, {sub(0), sub(1)});
+      })
       .Case<math::FPowIOp, math::PowFOp>([&](Operation *pow) -> Term * {
-        // x^2, as torch's x.pow(2) becomes.
+        // x^n for a small whole n, as a product: torch's x.pow(2) in a
+        // norm, and x^1 and rstd^3 in the decomposed RMSNorm backward.
         APInt intExponent;
         FloatAttr floatExponent;
-        bool square =
-            matchPattern(pow->getOperand(1), m_ConstantInt(&intExponent))
-                ? intExponent == 2
-                : matchPattern(pow->getOperand(1),
-                               m_Constant(&floatExponent)) &&
-                      floatExponent.getValueAsDouble() == 2.0;
+        int64_t exponent = 0;
+        if (matchPattern(pow->getOperand(1), m_ConstantInt(&intExponent)))
+          exponent = intExponent.getSExtValue();
+        else if (matchPattern(pow->getOperand(1), m_Constant(&floatExponent)) &&
+                 floatExponent.getValueAsDouble() ==
+                     std::trunc(floatExponent.getValueAsDouble()))
+          exponent = int64_t(floatExponent.getValueAsDouble());
+        if (exponent < 1 || exponent > kMaxPowExponent)
+          return nullptr;
         Term *base = sub(0);
-        return square ? make(Kind::Mul, {base, base}) : nullptr;
+        Term *product = base;
+        for (int64_t i = 1; i < exponent && product; ++i)
+          product = make(Kind::Mul, {product, base});
+        return product;
       })
       .Case([&](math::RsqrtOp) { return make(Kind::Rsqrt, {sub(0)}); })
       .Case([&](math::SqrtOp) { return make(Kind::Sqrt, {sub(0)}); })

@@ -3,9 +3,9 @@
 // The raising pass reads the value an elementwise linalg.generic computes as
 // a Term: a scalar expression over the op's iteration space whose leaves are
 // tensors read through affine maps. It looks through elementwise producers,
-// row sums (one result of a reduction, possibly among several), unit-dim
-// reshapes and float casts, so that a norm written across many ops, or
-// fused into few, reads the same.
+// row sums (one result of a reduction, possibly among several), reshapes
+// that add or drop unit dims, and float casts, so that a norm written across
+// many ops, or fused into few, reads the same.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,10 +61,14 @@ public:
 
 private:
   static constexpr size_t kMaxTerms = 4096;
+  /// x^n is read as a product for whole n up to this.
+  static constexpr int64_t kMaxPowExponent = 4;
 
   Term *readUncached(mlir::Value tensor, mlir::AffineMap map);
   Term *readElementwise(mlir::OpResult result, mlir::AffineMap map);
   Term *readThroughUnitDims(mlir::tensor::ExpandShapeOp expand,
+                            mlir::AffineMap map);
+  Term *readThroughUnitDims(mlir::tensor::CollapseShapeOp collapse,
                             mlir::AffineMap map);
   Term *readRowSum(mlir::OpResult result, mlir::AffineMap map);
   Term *fromBody(mlir::linalg::GenericOp op, mlir::Value value,

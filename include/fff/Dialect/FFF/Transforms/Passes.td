@@ -38,8 +38,18 @@ def RaiseNorms : Pass<"fff-raise-norms"> {
     and of `dy` (each a reduction of its own, reading the same dy and an
     xhat of the same x, mean and rstd) become its `dgamma` and `dbeta`
     where they have its element type; 16-bit ones summed in f32 and then
-    narrowed stay linalg. The decomposed backward of a hand-written RMSNorm
-    is not raised.
+    narrowed stay linalg.
+
+    Or the `dx` of an RMSNorm backward, as AOTAutograd decomposes that of a
+    hand-written RMSNorm (LLaMA's, with its f32 upcast): `g * rstd +
+    (sum(g * x) * -0.5 * rstd^3 / N) * (2 * x)` (the constants in any
+    grouping, `a - b` for `a + -b`). It becomes `fff.rms_norm_grad`, which
+    recomputes rstd where the module computes it as `rsqrt(mean(x^2) +
+    eps)` (a forward and backward traced as one step), or takes the saved
+    statistic where one tensor is read in both places. Two saved tensors
+    (rstd and its alias, as AOTAutograd's backward alone receives them) are
+    not known to be one, and are not raised; nor is the dgamma sum, which
+    reads the forward's saved normalized row.
   }];
   let dependentDialects = ["::fff::FFFDialect"];
 }
