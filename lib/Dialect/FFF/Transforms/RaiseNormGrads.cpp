@@ -189,13 +189,22 @@ private:
 
 } // namespace
 
-std::optional<NormGradMatch> fff::matchLayerNormGrad(Term *root,
-                                                     RankedTensorType type) {
+namespace {
+/// `Matcher(row, type).match(root)` for each row shape of a root of a type
+/// the backward ops take.
+template <typename Matcher>
+std::optional<NormGradMatch> matchGrad(Term *root, RankedTensorType type) {
   if (!isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()))
     return std::nullopt;
   return matchEachRowShape(type, [&](const RowShape &row) {
-    return GradMatcher(row, type).match(root);
+    return Matcher(row, type).match(root);
   });
+}
+} // namespace
+
+std::optional<NormGradMatch> fff::matchLayerNormGrad(Term *root,
+                                                     RankedTensorType type) {
+  return matchGrad<GradMatcher>(root, type);
 }
 
 //===----------------------------------------------------------------------===//
@@ -320,11 +329,7 @@ private:
 
 std::optional<NormGradMatch> fff::matchRMSNormGrad(Term *root,
                                                    RankedTensorType type) {
-  if (!isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()))
-    return std::nullopt;
-  return matchEachRowShape(type, [&](const RowShape &row) {
-    return RMSGradMatcher(row, type).match(root);
-  });
+  return matchGrad<RMSGradMatcher>(root, type);
 }
 
 //===----------------------------------------------------------------------===//
