@@ -38,7 +38,8 @@ void LaneEmitter::forEachLane(function_ref<void(Value lane)> body) {
 }
 
 Value LaneEmitter::groupSum(function_ref<Value(Value lane)> partialOf) {
-  return onGPU() ? gpuGroupSum(partialOf(gpuLane)) : twinGroupSum(partialOf);
+  return onGPU() ? gpuGroupSums({partialOf(gpuLane)}).front()
+                 : twinGroupSum(partialOf);
 }
 
 SmallVector<Value> LaneEmitter::groupSums(
@@ -50,12 +51,13 @@ SmallVector<Value> LaneEmitter::groupSums(
           twinGroupSum([&](Value lane) { return partialsOf(lane)[i]; }));
     return sums;
   }
-  sums = partialsOf(gpuLane);
-  if (lanes != kWarpSize) {
-    for (Value &sum : sums)
-      sum = gpuGroupSum(sum);
-    return sums;
-  }
+  return gpuGroupSums(partialsOf(gpuLane));
+}
+
+/// The xor butterfly over each warp, the sums' steps interleaved so that
+/// their shuffles overlap.
+SmallVector<Value> LaneEmitter::gpuWarpSums(ArrayRef<Value> values) {
+  SmallVector<Value> sums(values);
   for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2)
     for (Value &sum : sums)
       sum = add(sum, gpu::ShuffleOp::create(b, sum, offset, kWarpSize,
@@ -64,44 +66,55 @@ SmallVector<Value> LaneEmitter::groupSums(
   return sums;
 }
 
-Value LaneEmitter::gpuWarpSum(Value value) {
-  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(b, value, offset, kWarpSize,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    value = add(value, other);
-  }
-  return value;
-}
-
-Value LaneEmitter::gpuGroupSum(Value value) {
-  value = gpuWarpSum(value);
+SmallVector<Value> LaneEmitter::gpuGroupSums(ArrayRef<Value> values) {
+  SmallVector<Value> sums = gpuWarpSums(values);
   if (lanes == kWarpSize)
-    return value;
-  // Each warp publishes its partial sum; then every warp reads all of them
+    return sums;
+  // Each warp publishes its partial sums; then every warp reads all of them
   // and reduces them again with shuffles, so all threads end up with the
-  // total without a second broadcast through shared memory.
+  // totals without a second broadcast through shared memory. As many sums
+  // as the 32 shared floats hold share one barrier pair.
+  int64_t warps = lanes / kWarpSize;
+  int64_t perRound = std::max<int64_t>(1, kWarpSize / warps);
   Value warpSize = index(kWarpSize);
   Value laneInWarp = arith::RemUIOp::create(b, gpuLane, warpSize);
   Value warp = arith::DivUIOp::create(b, gpuLane, warpSize);
   Value isLeader =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, laneInWarp, index(0));
-  inside(scf::IfOp::create(b, isLeader).getThenRegion(),
-         [&] { memref::StoreOp::create(b, value, sharedPartials, warp); });
-  gpu::BarrierOp::create(b);
-  Value hasPartial = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ult, laneInWarp, index(lanes / kWarpSize));
-  auto read = scf::IfOp::create(b, b.getF32Type(), hasPartial,
-                                /*addThenBlock=*/true, /*addElseBlock=*/true);
-  inside(read.getThenRegion(), [&] {
-    scf::YieldOp::create(
-        b, ValueRange{memref::LoadOp::create(b, sharedPartials, laneInWarp)});
-  });
-  inside(read.getElseRegion(),
-         [&] { scf::YieldOp::create(b, ValueRange{f32(0.0)}); });
-  // The next reduction reuses the buffer only after everyone has read it.
-  gpu::BarrierOp::create(b);
-  return gpuWarpSum(read.getResult(0));
+  Value hasPartial = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                           laneInWarp, index(warps));
+  SmallVector<Value> totals;
+  for (size_t first = 0; first < sums.size(); first += perRound) {
+    ArrayRef<Value> round =
+        ArrayRef<Value>(sums).slice(first).take_front(perRound);
+    inside(scf::IfOp::create(b, isLeader).getThenRegion(), [&] {
+      for (auto [i, sum] : llvm::enumerate(round))
+        memref::StoreOp::create(
+            b, sum, sharedPartials,
+            arith::AddIOp::create(b, warp, index(i * warps)).getResult());
+    });
+    gpu::BarrierOp::create(b);
+    SmallVector<Type> types(round.size(), b.getF32Type());
+    auto read = scf::IfOp::create(b, types, hasPartial,
+                                  /*addThenBlock=*/true, /*addElseBlock=*/true);
+    inside(read.getThenRegion(), [&] {
+      SmallVector<Value> loaded;
+      for (size_t i = 0; i < round.size(); ++i)
+        loaded.push_back(memref::LoadOp::create(
+            b, sharedPartials,
+            arith::AddIOp::create(b, laneInWarp, index(i * warps))
+                .getResult()));
+      scf::YieldOp::create(b, loaded);
+    });
+    inside(read.getElseRegion(), [&] {
+      scf::YieldOp::create(b, SmallVector<Value>(round.size(), f32(0.0)));
+    });
+    // The next reduction reuses the buffer only after everyone has read it.
+    gpu::BarrierOp::create(b);
+    llvm::append_range(totals,
+                       gpuWarpSums(SmallVector<Value>(read.getResults())));
+  }
+  return totals;
 }
 
 /// The GPU's reduction replayed on a buffer: the xor butterfly within each

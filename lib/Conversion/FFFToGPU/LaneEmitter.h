@@ -59,7 +59,8 @@ protected:
   groupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
   /// `count` group sums at once, of the partials `partialsOf(lane)` returns.
   /// On the GPU all partials are computed first and the warp butterflies
-  /// interleave, so that their loads and shuffles overlap.
+  /// interleave, so that their loads and shuffles overlap; across warps the
+  /// sums share one barrier pair.
   llvm::SmallVector<mlir::Value>
   groupSums(int64_t count,
             llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value lane)>
@@ -85,8 +86,10 @@ protected:
   mlir::Value gpuLane;
 
 private:
-  mlir::Value gpuWarpSum(mlir::Value value);
-  mlir::Value gpuGroupSum(mlir::Value value);
+  llvm::SmallVector<mlir::Value>
+  gpuWarpSums(llvm::ArrayRef<mlir::Value> values);
+  llvm::SmallVector<mlir::Value>
+  gpuGroupSums(llvm::ArrayRef<mlir::Value> values);
   mlir::Value
   twinGroupSum(llvm::function_ref<mlir::Value(mlir::Value lane)> partialOf);
 
