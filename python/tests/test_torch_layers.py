@@ -430,10 +430,10 @@ def test_the_ops_trace_through_torch_export():
     assert "fff.tree_ffn" in str(exported.graph)
 
 
-def test_asking_for_a_gradient_says_why_there_is_none():
-    layer = fff.torch.TreeFFN(8, 8, depth=1)
+def test_asking_a_leaf_tree_for_a_gradient_says_why_there_is_none():
+    layer = fff.torch.LeafTreeFFN(8, 4, 8, depth=1)
     y = layer(torch.randn(2, 8))
-    with pytest.raises(RuntimeError, match="no gradient: fff runs tree layers for inference only"):
+    with pytest.raises(RuntimeError, match="no gradient yet .*train a leaf tree with the authors' code"):
         y.sum().backward()
 
 

@@ -9,6 +9,7 @@ import torch
 
 from .._compiler import compile as _compile
 from .._fff import FFFError
+from ._tree_training import setup_tree_ffn_context, tree_ffn_autograd
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "identity")
@@ -144,9 +145,9 @@ def _run(function, x, operands, dout):
 
 def _no_gradient(name):
     def backward(ctx, grad):
-        raise RuntimeError(f"{name} has no gradient: fff runs tree layers for inference only. Train with the "
-                           "authors' code and convert the trained layer (fff.torch.TreeFFN.from_ultrafastbert, "
-                           "fff.torch.LeafTreeFFN.from_fastfeedforward)")
+        raise RuntimeError(f"{name} has no gradient yet (fff::tree_ffn, fff.torch.TreeFFN's op, has one): "
+                           "train a leaf tree with the authors' code and convert it "
+                           "(fff.torch.LeafTreeFFN.from_fastfeedforward)")
     return backward
 
 
@@ -267,7 +268,7 @@ def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, act
     return residual.new_empty(residual.shape)
 
 
-tree_ffn.register_autograd(_no_gradient("fff::tree_ffn"))
+tree_ffn.register_autograd(tree_ffn_autograd, setup_context=setup_tree_ffn_context)
 leaf_tree_ffn.register_autograd(_no_gradient("fff::leaf_tree_ffn"))
 tree_sublayer.register_autograd(_no_gradient("fff::tree_sublayer"))
 
@@ -293,7 +294,9 @@ class TreeFFN(torch.nn.Module):
     """UltraFastBERT's fast feedforward layer: K trees of depth+1 levels; each
     row walks one path per tree, and its output is the sum of the visited
     neurons' act(x . w_in[k, n] + b_in[k, n]) * w_out[k, n], plus b_out. Its
-    forward is the custom op fff::tree_ffn; inference only."""
+    forward is the custom op fff::tree_ffn, on fff's kernels; its gradient,
+    UltraFastBERT's hard-routed one, is computed in torch ops along each
+    row's path (_tree_training.py)."""
 
     def __init__(self, input_width, output_width, depth, trees=1, activation="gelu", bias=True,
                  device=None, dtype=None):

@@ -1,0 +1,173 @@
+"""fff.torch.TreeFFN trains: fff::tree_ffn's registered gradient against
+torch.autograd through UltraFastBERT's masked dense training layer
+(transcribed below) in float64, gradcheck of the hard-routed backward in
+float64, and training under eager and torch.compile."""
+
+import math
+
+import pytest
+import torch
+
+import fff.torch  # noqa: F401  (registers the ops)
+from fff.torch._tree_training import tree_ffn_backward, tree_paths
+
+TOLERANCE = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
+ACTIVATIONS = {
+    "gelu": lambda v: torch.nn.functional.gelu(v),
+    "gelu_tanh": lambda v: torch.nn.functional.gelu(v, approximate="tanh"),
+    "relu": torch.relu,
+    "silu": torch.nn.functional.silu,
+    "identity": lambda v: v,
+}
+
+
+def masked_dense(x, w_in, b_in, w_out, b_out, depth, activation):
+    """UltraFastBERT's training forward, written as its authors do: every
+    node's logit, a 0/1 mask of each row's path built under no_grad (a
+    logit > 0 goes right), act(logits) * mask, then the dense output layer.
+    Its values equal fff::tree_ffn's; its gradient is the hard-routed one."""
+    trees, nodes, din = w_in.shape
+    logits = torch.einsum("bd,knd->bkn", x, w_in)
+    if b_in is not None:
+        logits = logits + b_in
+    with torch.no_grad():
+        mask = torch.zeros_like(logits)
+        node = torch.zeros(x.shape[0], trees, dtype=torch.int64)
+        for _ in range(depth + 1):
+            mask.scatter_(2, node.unsqueeze(-1), 1.0)
+            chosen = logits.gather(2, node.unsqueeze(-1)).squeeze(-1)
+            node = 2 * node + 1 + (chosen > 0).long()
+    hidden = ACTIVATIONS[activation](logits) * mask
+    y = torch.einsum("bkn,kno->bo", hidden, w_out)
+    return y + b_out if b_out is not None else y
+
+
+def tensors(rows, din, dout, depth, trees, dtype, bias=True, generator=None):
+    nodes = 2 ** (depth + 1) - 1
+    make = lambda *shape, scale=1.0: (torch.randn(*shape, generator=generator) * scale).to(dtype)
+    x = make(rows, din)
+    w_in = make(trees, nodes, din, scale=1 / math.sqrt(din))
+    b_in = make(trees, nodes, scale=0.1) if bias else None
+    w_out = make(trees, nodes, dout, scale=0.3)
+    b_out = make(dout) if bias else None
+    return x, w_in, b_in, w_out, b_out
+
+
+def relative_error(actual, expected):
+    return ((actual.double() - expected).norm() / expected.norm().clamp_min(1e-30)).item()
+
+
+# Every activation in f32; every dtype; depths 0 to 7, several trees, odd
+# widths, no biases. (Each distinct shape compiles an fff kernel.)
+CASES = [(torch.float32, activation, 3, 1, 16, 12, True)
+         for activation in ("gelu", "gelu_tanh", "relu", "silu", "identity")]
+CASES += [(dtype, "gelu", 3, 1, 16, 12, True) for dtype in (torch.float16, torch.bfloat16)]
+CASES += [(torch.float32, "relu", 5, 2, 33, 7, False), (torch.float32, "gelu", 0, 1, 5, 9, True),
+          (torch.bfloat16, "silu", 7, 3, 24, 40, True)]
+
+
+@pytest.mark.parametrize("dtype, activation, depth, trees, din, dout, bias", CASES)
+def test_gradients_are_those_of_the_authors_masked_dense_layer(dtype, activation, depth, trees, din, dout, bias):
+    generator = torch.Generator().manual_seed(depth * 100 + trees * 10 + din)
+    inputs = tensors(37, din, dout, depth, trees, dtype, bias, generator)
+    dy = torch.randn(37, dout, generator=generator).to(dtype)
+    leaves = [t.detach().requires_grad_() if t is not None else None for t in inputs]
+    y = fff.torch.tree_ffn(*leaves, depth, activation)
+    grads = torch.autograd.grad(y, [t for t in leaves if t is not None], dy)
+
+    reference = [t.detach().double().requires_grad_() if t is not None else None for t in inputs]
+    y_ref = masked_dense(*reference, depth, activation)
+    expected = torch.autograd.grad(y_ref, [t for t in reference if t is not None], dy.double())
+    assert relative_error(y, y_ref) < TOLERANCE[dtype]
+    for name, got, want in zip(["x", "w_in", "b_in", "w_out", "b_out"] if bias else ["x", "w_in", "w_out"],
+                               grads, expected):
+        assert got.dtype == dtype, name
+        assert relative_error(got, want) < TOLERANCE[dtype], name
+
+
+def test_a_logit_of_exactly_zero_goes_left_and_routes_no_gradient():
+    # x = 0 and no biases: every logit is exactly 0, so every row takes the
+    # left child at each level; only those nodes' weights get gradients.
+    depth, din, dout = 3, 8, 4
+    x = torch.zeros(5, din, requires_grad=True)
+    w_in = torch.randn(1, 2 ** (depth + 1) - 1, din, requires_grad=True)
+    w_out = torch.randn(1, 2 ** (depth + 1) - 1, dout, requires_grad=True)
+    y = fff.torch.tree_ffn(x, w_in, None, w_out, None, depth, "gelu")
+    dx, dw_in, dw_out = torch.autograd.grad(y, (x, w_in, w_out), torch.randn(5, dout))
+    left_path = [0, 1, 3, 7]
+    touched = dw_in.abs().sum(-1)[0].nonzero().flatten().tolist()
+    assert set(touched) <= set(left_path)
+    nodes, _ = tree_paths(x.detach(), w_in.detach(), None, depth)
+    assert nodes[:, 0].tolist() == [left_path] * 5
+    reference = [t.detach().double().requires_grad_() for t in (x, w_in, w_out)]
+    assert torch.isfinite(dx).all() and torch.isfinite(dw_out).all()
+    expected = torch.autograd.grad(masked_dense(reference[0], reference[1], None, reference[2], None, depth, "gelu"),
+                                   reference, torch.ones(5, dout, dtype=torch.float64))
+    got = torch.autograd.grad(fff.torch.tree_ffn(x, w_in, None, w_out, None, depth, "gelu"), (x, w_in, w_out),
+                              torch.ones(5, dout))
+    for g, e in zip(got, expected):
+        assert relative_error(g, e) < 2e-5
+
+
+class HardRoutedTree(torch.autograd.Function):
+    """The hard-routed tree in float64 (torch ops along each row's path)
+    with the backward fff::tree_ffn registers, for gradcheck."""
+
+    @staticmethod
+    def forward(ctx, x, w_in, b_in, w_out, b_out, depth, activation):
+        ctx.save_for_backward(x, w_in, b_in, w_out, b_out)
+        ctx.depth, ctx.activation = depth, activation
+        nodes, logits = tree_paths(x, w_in, b_in, depth)
+        trees, count = w_in.shape[:2]
+        flat = torch.arange(trees).view(1, trees, 1) * count + nodes
+        act = ACTIVATIONS[activation](logits)
+        rows = w_out.reshape(trees * count, -1)[flat]  # [B, K, L, Dout]
+        return torch.einsum("bkl,bklo->bo", act, rows) + b_out
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w_in, b_in, w_out, b_out = ctx.saved_tensors
+        return (*tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, ctx.depth, ctx.activation), None, None)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "silu", "identity"])
+def test_gradcheck_of_the_hard_routed_backward_in_float64(activation):
+    generator = torch.Generator().manual_seed(7)
+    inputs = [t.requires_grad_() for t in tensors(6, 5, 3, 2, 2, torch.float64, True, generator)]
+    # Routing is piecewise constant: no logit may sit within gradcheck's
+    # step of 0, where the numerical derivative would jump.
+    _, logits = tree_paths(inputs[0].detach(), inputs[1].detach(), inputs[2].detach(), 2)
+    assert logits.abs().min() > 1e-4
+    assert torch.autograd.gradcheck(lambda *t: HardRoutedTree.apply(*t, 2, activation), inputs, eps=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", [None, "inductor", "fff"])
+def test_a_tree_layer_trains(backend):
+    torch.manual_seed(0)
+    layer = fff.torch.TreeFFN(16, 8, depth=3, trees=2)
+    target = fff.torch.TreeFFN(16, 8, depth=3, trees=2)
+    step = layer if backend is None else torch.compile(layer, backend=backend, fullgraph=True)
+    optimizer = torch.optim.Adam(layer.parameters(), lr=1e-2)
+    x = torch.randn(256, 16)
+    with torch.no_grad():
+        y = target(x)
+    losses = []
+    for _ in range(30):
+        optimizer.zero_grad()
+        loss = (step(x) - y).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_compiled_gradients_equal_eager_ones():
+    torch.manual_seed(1)
+    layer = fff.torch.TreeFFN(24, 12, depth=4, activation="silu")
+    x = torch.randn(3, 7, 24, requires_grad=True)
+    dy = torch.randn(3, 7, 12)
+    eager = torch.autograd.grad(layer(x), [x, *layer.parameters()], dy)
+    compiled = torch.compile(layer, fullgraph=True)
+    got = torch.autograd.grad(compiled(x), [x, *layer.parameters()], dy)
+    for e, g in zip(eager, got):
+        assert torch.allclose(e, g, rtol=1e-5, atol=1e-6)
