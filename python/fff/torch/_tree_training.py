@@ -13,7 +13,6 @@ The backward walks each row's path again (the forward saves nothing but its
 inputs) and touches only the visited rows of the weights: depth + 1 rows per
 tree and token, as the forward does. It computes in f32 and returns each
 gradient in its tensor's dtype; the weight gradients are dense tensors.
-It is written in differentiable torch ops, so a double backward works.
 The path is recomputed in torch's arithmetic: a logit within rounding of
 0 may route differently from the kernel's forward (both send exactly 0
 left).
@@ -29,8 +28,8 @@ _TANH_SCALE = math.sqrt(2.0 / math.pi)
 
 
 def _activation_and_slope(activation, logits):
-    """act(l) and act'(l), in f32, for fff's activations (their definitions
-    as in shared/DESIGN.md)."""
+    """act(l) and act'(l), in the logits' dtype, for fff's activations
+    (their definitions as in shared/DESIGN.md)."""
     if activation == "gelu":
         cdf = 0.5 * (1.0 + torch.erf(logits * _SQRT_HALF))
         return logits * cdf, cdf + logits * _INV_SQRT_2PI * torch.exp(-0.5 * logits * logits)
