@@ -260,9 +260,7 @@ NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
   if (!rowSize)
     return looped(/*vectorWidth=*/1);
 
-  int64_t vectorWidth = kLoadBytes / (elementType.getIntOrFloatBitWidth() / 8);
-  while (*rowSize % vectorWidth != 0)
-    vectorWidth /= 2;
+  int64_t vectorWidth = vectorWidthFor(rowSize, elementType);
   int64_t vectors = *rowSize / vectorWidth;
   int64_t elementsPerThread = kGradRowRegisters / kGradRegistersPerElement;
   int64_t vectorsPerThreadLimit =
