@@ -430,19 +430,15 @@ def test_the_ops_trace_through_torch_export():
     assert "fff.tree_ffn" in str(exported.graph)
 
 
-def test_asking_a_leaf_tree_for_a_gradient_says_why_there_is_none():
-    layer = fff.torch.LeafTreeFFN(8, 4, 8, depth=1)
-    y = layer(torch.randn(2, 8))
-    with pytest.raises(RuntimeError, match="no gradient yet .*train a leaf tree with the authors' code"):
-        y.sum().backward()
-
-
 @pytest.mark.parametrize("call, message", [
     (lambda: fff.torch.TreeFFN(8, 4, depth=2)(torch.randn(3, 9)), "x rows are 9 wide, but w_in takes 8"),
     (lambda: fff.torch.TreeFFN(8, 4, depth=2)(torch.randn(3, 8, dtype=torch.float64)), "f32, f16 or bf16"),
     (lambda: fff.torch.tree_ffn(torch.randn(2, 8), torch.randn(1, 6, 8), None, torch.randn(1, 6, 4), None, 2),
      "a depth-2 tree has 7 nodes"),
     (lambda: fff.torch.TreeFFN(8, 4, depth=1, activation="tanh"), "unknown activation 'tanh'"),
+    (lambda: fff.torch.LeafTreeFFN(8, 4, 4, depth=0),
+     r"fff::leaf_tree_ffn's depth must be in \[1, 20\], got 0"),
+    (lambda: fff.torch.TreeFFN(8, 4, depth=21), r"fff::tree_ffn's depth must be in \[0, 20\], got 21"),
     (lambda: fff.torch.LeafTreeFFN(8, 4, 4, depth=2)(torch.randn(3, 8).to(torch.float16)),
      "node_w is torch.float32, but x is torch.float16"),
     (lambda: torch.ops.fff.tree_sublayer(torch.randn(3, 8), torch.randn(3, 5), "layer_norm", None, None, 1e-5,

@@ -9,7 +9,8 @@ import torch
 
 from .._compiler import compile as _compile
 from .._fff import FFFError
-from ._tree_training import setup_tree_ffn_context, tree_ffn_autograd
+from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
+                             tree_ffn_autograd, tree_sublayer_autograd)
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "identity")
@@ -47,17 +48,25 @@ def _element(name, tensor, like):
         raise ValueError(f"{name} is on {tensor.device}, but x is on {like.device}")
 
 
-def _check_common(op, x, depth, activation):
+# The deepest tree the dialect takes (kMaxTreeDepth in FFFOps.cpp).
+MAX_DEPTH = 20
+
+
+def _check_depth(op, depth, min_depth):
+    if not min_depth <= depth <= MAX_DEPTH:
+        raise ValueError(f"{op}'s depth must be in [{min_depth}, {MAX_DEPTH}], got {depth}")
+
+
+def _check_common(op, x, depth, activation, min_depth):
     """What both tree ops require of x's dtype, the depth and the activation."""
     if x.dtype not in _ELEMENT:
         raise ValueError(f"{op} takes f32, f16 or bf16 tensors, not {x.dtype}")
     _activation_name(activation)
-    if depth < 0:
-        raise ValueError(f"depth must be at least 0, got {depth}")
+    _check_depth(op, depth, min_depth)
 
 
 def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
-    _check_common("fff::tree_ffn", x, depth, activation)
+    _check_common("fff::tree_ffn", x, depth, activation, min_depth=0)
     nodes = 2 ** (depth + 1) - 1
     if x.dim() < 1 or w_in.dim() != 3 or w_out.dim() != 3:
         raise ValueError("fff::tree_ffn takes x [..., Din], w_in [K, N, Din] and w_out [K, N, Dout]")
@@ -77,7 +86,7 @@ def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
 
 
 def _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    _check_common("fff::leaf_tree_ffn", x, depth, activation)
+    _check_common("fff::leaf_tree_ffn", x, depth, activation, min_depth=1)
     leaves, din = 2 ** depth, x.shape[-1]
     width, dout = w1.shape[-1], w2.shape[-1]
     expected = {"node_w": (leaves - 1, din), "node_b": (leaves - 1,), "w1": (leaves, din, width),
@@ -141,14 +150,6 @@ def _run(function, x, operands, dout):
     else:
         y = function(rows, *operands)
     return y.reshape(*x.shape[:-1], dout)
-
-
-def _no_gradient(name):
-    def backward(ctx, grad):
-        raise RuntimeError(f"{name} has no gradient yet (fff::tree_ffn, fff.torch.TreeFFN's op, has one): "
-                           "train a leaf tree with the authors' code and convert it "
-                           "(fff.torch.LeafTreeFFN.from_fastfeedforward)")
-    return backward
 
 
 @torch.library.custom_op("fff::tree_ffn", mutates_args=())
@@ -268,9 +269,9 @@ def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, act
     return residual.new_empty(residual.shape)
 
 
-tree_ffn.register_autograd(tree_ffn_autograd, setup_context=setup_tree_ffn_context)
-leaf_tree_ffn.register_autograd(_no_gradient("fff::leaf_tree_ffn"))
-tree_sublayer.register_autograd(_no_gradient("fff::tree_sublayer"))
+tree_ffn.register_autograd(tree_ffn_autograd, setup_context=setup_tree_context)
+leaf_tree_ffn.register_autograd(leaf_tree_ffn_autograd, setup_context=setup_tree_context)
+tree_sublayer.register_autograd(tree_sublayer_autograd, setup_context=setup_tree_sublayer_context)
 
 
 def _activation_name(activation):
@@ -301,6 +302,7 @@ class TreeFFN(torch.nn.Module):
     def __init__(self, input_width, output_width, depth, trees=1, activation="gelu", bias=True,
                  device=None, dtype=None):
         super().__init__()
+        _check_depth("fff::tree_ffn", depth, min_depth=0)
         nodes = 2 ** (depth + 1) - 1
         factory = {"device": device, "dtype": dtype}
         self.depth, self.activation = depth, _activation_name(activation)
@@ -311,8 +313,10 @@ class TreeFFN(torch.nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # UltraFastBERT's initialization: U(+-1/sqrt(Din)) in, U(+-1/sqrt(depth+1)) out.
-        bound_in, bound_out = 1 / math.sqrt(self.w_in.shape[2]), 1 / math.sqrt(self.depth + 1)
+        # UltraFastBERT's initialization: U(+-1/sqrt(Din)) in, U(+-1/sqrt(K * (depth+1)))
+        # out, one over the root of the neurons each row uses.
+        bound_in = 1 / math.sqrt(self.w_in.shape[2])
+        bound_out = 1 / math.sqrt(self.w_in.shape[0] * (self.depth + 1))
         with torch.no_grad():
             for p, bound in ((self.w_in, bound_in), (self.b_in, bound_in), (self.w_out, bound_out)):
                 if p is not None:
@@ -356,10 +360,15 @@ class LeafTreeFFN(torch.nn.Module):
     """The original fast feedforward layer (Belcak & Wattenhofer 2023): depth
     routing hyperplanes choose one small MLP leaf per row, which computes
     act(x @ w1 + b1) @ w2 + b2. Its forward is the custom op
-    fff::leaf_tree_ffn; inference only."""
+    fff::leaf_tree_ffn; its gradient is the hard-routed one (the chosen
+    leaf's weights and x; the routing nodes get zero), in torch ops over the
+    rows grouped by leaf (_tree_training.py). Routing nodes learn only under
+    the fastfeedforward package's soft mixture: train there and convert
+    (from_fastfeedforward) to train the routing."""
 
     def __init__(self, input_width, leaf_width, output_width, depth, activation="relu", device=None, dtype=None):
         super().__init__()
+        _check_depth("fff::leaf_tree_ffn", depth, min_depth=1)
         leaves = 2 ** depth
         factory = {"device": device, "dtype": dtype}
         self.depth, self.activation = depth, _activation_name(activation)

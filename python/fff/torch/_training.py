@@ -196,7 +196,9 @@ def release_executables():
         _EXECUTABLES.clear()
 
 
-def _count(name):
+def count_backward(name):
+    """Counts one call of the backward op `name` (explain(backward=True)
+    reports the counts)."""
     with _CALLS_LOCK:
         BACKWARD_CALLS[name] += 1
 
@@ -240,7 +242,7 @@ def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Ten
                               eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """fff.layer_norm_grad: dx, dweight and dbias (empty where absent)."""
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps)
-    _count("layer_norm_grad")
+    count_backward("layer_norm_grad")
     grads = exe.backward(dy, x, (mean, rstd), weight)
     return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
 
@@ -297,7 +299,7 @@ def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Ten
                             eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     """fff.rms_norm_grad: dx and dweight (empty where absent)."""
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps)
-    _count("rms_norm_grad")
+    count_backward("rms_norm_grad")
     grads = exe.backward(dy, x, (), weight)
     return grads[0], grads[1] if weight is not None else _no_grad(x)
 

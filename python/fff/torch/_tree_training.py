@@ -1,9 +1,18 @@
-"""The gradient of fff::tree_ffn, in torch ops (not yet fff kernels).
+"""The gradients of the tree layers' custom ops, in torch ops (not yet fff
+kernels): fff::tree_ffn, fff::leaf_tree_ffn and fff::tree_sublayer.
 
-UltraFastBERT's training semantics (shared/DESIGN.md, "Gradients"): the
-gradient of its masked dense layer, whose values equal the op's. Routing is
-hard and gets no gradient. For each row b, tree k and node n on b's path,
-with logit l:
+Each backward is itself a custom op (fff::tree_ffn_backward,
+fff::leaf_tree_ffn_backward, fff::tree_sublayer_backward), opaque to
+AOTAutograd: torch.compile's backward graphs call it as they call the norms'
+backward ops, and explain(backward=True) counts it (as tree_ffn_grad,
+leaf_tree_ffn_grad, tree_sublayer_grad). Where the backward itself must be
+differentiable (backward(create_graph=True)), the tree ops' gradients run
+as the plain torch functions below instead, which autograd differentiates.
+
+fff::tree_ffn: UltraFastBERT's training semantics (shared/DESIGN.md,
+"Gradients"): the gradient of its masked dense layer, whose values equal
+the op's. Routing is hard and gets no gradient. For each row b, tree k and
+node n on b's path, with logit l:
 
     dw_out[k, n] += act(l) * dy[b]          dl = dot(dy[b], w_out[k, n]) * act'(l)
     dx[b]        += dl * w_in[k, n]         dw_in[k, n] += dl * x[b]
@@ -11,16 +20,26 @@ with logit l:
 
 The backward walks each row's path again (the forward saves nothing but its
 inputs) and touches only the visited rows of the weights: depth + 1 rows per
-tree and token, as the forward does. It computes in f32 and returns each
-gradient in its tensor's dtype; the weight gradients are dense tensors.
-The path is recomputed in torch's arithmetic: a logit within rounding of
-0 may route differently from the kernel's forward (both send exactly 0
-left).
+tree and token, as the forward does.
+
+fff::leaf_tree_ffn: the hard-routed gradient. The chosen leaf's w1, b1, w2,
+b2 and x get gradients; the routing nodes get zero (a zero tensor, not
+None, so that an optimizer treats them as the `fastfeedforward` package's
+training with hard decisions does: weight decay still applies). The rows
+are grouped by leaf, and each leaf's gradients are a few matrix products
+over its rows.
+
+Both compute in f32 (f64 for f64 inputs) and return each gradient in its
+tensor's dtype; the weight gradients are dense tensors. The path is
+recomputed in torch's arithmetic: a logit within rounding of 0 may route
+differently from the kernel's forward (both send exactly 0 the same way).
 """
 
 import math
 
 import torch
+
+from ._training import count_backward
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -103,13 +122,199 @@ def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
             dw_out.view(trees, count, dout).to(w_out.dtype), db_out)
 
 
-def setup_tree_ffn_context(ctx, inputs, output):
-    x, w_in, b_in, w_out, b_out, depth, activation = inputs
-    ctx.save_for_backward(x, w_in, b_in, w_out, b_out)
-    ctx.depth, ctx.activation = depth, activation
+
+
+def leaf_paths(rows, node_w, node_b, depth):
+    """Each row's leaf, int64 [B], for rows [B, Din] of the routing nodes'
+    dtype: `depth` hyperplanes, a score >= 0 goes right (as the op and the
+    fastfeedforward package's eval forward do)."""
+    node = torch.zeros(rows.shape[0], dtype=torch.int64, device=rows.device)
+    for _ in range(depth):
+        score = torch.einsum("bd,bd->b", rows, node_w[node].to(rows.dtype)) + node_b[node].to(rows.dtype)
+        node = 2 * node + 1 + (score >= 0).to(torch.int64)
+    return node - (2 ** depth - 1)
+
+
+def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    """(dx, dnode_w, dnode_b, dw1, db1, dw2, db2) of fff::leaf_tree_ffn for
+    the output gradient dy; the routing nodes' are zero."""
+    din, dout, leaves = x.shape[-1], w2.shape[-1], w1.shape[0]
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    rows = x.reshape(-1, din).to(compute)
+    grad = dy.reshape(-1, dout).to(compute)
+    leaf = leaf_paths(rows, node_w, node_b, depth)
+    # A counting sort by leaf: each leaf's rows are read once, as one block.
+    order = torch.argsort(leaf, stable=True)
+    counts = torch.bincount(leaf, minlength=leaves).tolist()
+    dx = torch.zeros_like(rows)
+    dw1, db1 = rows.new_zeros(w1.shape), rows.new_zeros(b1.shape)
+    dw2, db2 = rows.new_zeros(w2.shape), rows.new_zeros(b2.shape)
+    start = 0
+    for index, count in enumerate(counts):
+        if count == 0:
+            continue
+        chosen = order[start:start + count]
+        start += count
+        xs, g = rows[chosen], grad[chosen]
+        first, second = w1[index].to(compute), w2[index].to(compute)
+        hidden, slope = _activation_and_slope(activation, xs @ first + b1[index].to(compute))
+        dw2[index], db2[index] = hidden.t() @ g, g.sum(0)
+        dpre = (g @ second.t()) * slope
+        dw1[index], db1[index] = xs.t() @ dpre, dpre.sum(0)
+        dx[chosen] = dpre @ first.t()
+    return (dx.reshape(x.shape).to(x.dtype), torch.zeros_like(node_w), torch.zeros_like(node_b),
+            dw1.to(w1.dtype), db1.to(b1.dtype), dw2.to(w2.dtype), db2.to(b2.dtype))
+
+
+def _present(t, like):
+    """A custom op's results are tensors: an absent gradient is empty."""
+    return t if t is not None else like.new_empty(0)
+
+
+@torch.library.custom_op("fff::tree_ffn_backward", mutates_args=())
+def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None,
+                         w_out: torch.Tensor, b_out: torch.Tensor | None, depth: int,
+                         activation: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                   torch.Tensor]:
+    """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
+    absent bias)."""
+    count_backward("tree_ffn_grad")
+    grads = tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+    return tuple(_present(g, x) for g in grads)
+
+
+@tree_ffn_backward_op.register_fake
+def _(dy, x, w_in, b_in, w_out, b_out, depth, activation):
+    empty = x.new_empty(0)
+    return (torch.empty_like(x), torch.empty_like(w_in), torch.empty_like(b_in) if b_in is not None else empty,
+            torch.empty_like(w_out), torch.empty_like(b_out) if b_out is not None else empty)
+
+
+@torch.library.custom_op("fff::leaf_tree_ffn_backward", mutates_args=())
+def leaf_tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor,
+                              w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
+                              activation: str) -> list[torch.Tensor]:
+    """dx, dnode_w (zero), dnode_b (zero), dw1, db1, dw2, db2 of
+    fff::leaf_tree_ffn."""
+    count_backward("leaf_tree_ffn_grad")
+    return list(leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation))
+
+
+@leaf_tree_ffn_backward_op.register_fake
+def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    return [torch.empty_like(t) for t in (x, node_w, node_b, w1, b1, w2, b2)]
+
+
+def setup_tree_context(ctx, inputs, output):
+    """Saves a tree op's tensors (all but its last two inputs: the depth
+    and the activation)."""
+    ctx.save_for_backward(*inputs[:-2])
+    ctx.depth, ctx.activation = inputs[-2:]
 
 
 def tree_ffn_autograd(ctx, dy):
-    x, w_in, b_in, w_out, b_out = ctx.saved_tensors
-    grads = tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, ctx.depth, ctx.activation)
+    saved = ctx.saved_tensors
+    if torch.is_grad_enabled():  # backward(create_graph=True): differentiable torch ops
+        grads = tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+    else:
+        grads = torch.ops.fff.tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+        grads = [g if t is not None else None for g, t in zip(grads, saved)]
     return (*grads, None, None)
+
+
+def leaf_tree_ffn_autograd(ctx, dy):
+    saved = ctx.saved_tensors
+    if torch.is_grad_enabled():
+        grads = leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+    else:
+        grads = torch.ops.fff.leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+    return (*grads, None, None)
+
+
+
+
+# fff::tree_sublayer: the norm's gradient runs on fff's trained-norm
+# kernels (fff.layer_norm_grad, fff.rms_norm_grad), the tree's as above.
+
+def _norm_forward(norm, rows, weight, bias, eps):
+    """The norm of `rows` [B, D] and the statistics its backward reads."""
+    if norm == "layer_norm":
+        y, mean, rstd = torch.ops.fff.layer_norm_train(rows, weight, bias, 1, eps)
+        return y, (mean, rstd)
+    return torch.ops.fff.rms_norm_train(rows, weight, 1, eps), ()
+
+
+def _norm_backward(norm, grad, rows, stats, weight, bias, eps):
+    """dx, dweight, dbias (None where absent) of the norm of `rows`."""
+    if norm == "layer_norm":
+        dx, dweight, dbias = torch.ops.fff.layer_norm_train_backward(grad, rows, *stats, weight, 1,
+                                                                      bias is not None, eps)
+        return dx, dweight if weight is not None else None, dbias if bias is not None else None
+    dx, dweight = torch.ops.fff.rms_norm_train_backward(grad, rows, weight, 1, eps)
+    return dx, dweight if weight is not None else None, None
+
+
+def _layer_forward(layer, rows, weights, depth, activation):
+    op = torch.ops.fff.tree_ffn if layer == "tree_ffn" else torch.ops.fff.leaf_tree_ffn
+    return op(rows, *weights, depth, activation)
+
+
+def _layer_backward(layer, grad, rows, weights, depth, activation):
+    """dx, then one gradient per weight (None for an absent bias)."""
+    backward = tree_ffn_backward if layer == "tree_ffn" else leaf_tree_ffn_backward
+    return backward(grad, rows, *weights, depth, activation)
+
+
+@torch.library.custom_op("fff::tree_sublayer_backward", mutates_args=())
+def tree_sublayer_backward_op(dy: torch.Tensor, x: torch.Tensor, residual: torch.Tensor, norm: str,
+                              norm_weight: torch.Tensor | None, norm_bias: torch.Tensor | None, eps: float,
+                              layer: str, weights: list[torch.Tensor | None], depth: int, activation: str,
+                              order: str) -> list[torch.Tensor]:
+    """dx, dresidual, dnorm_weight, dnorm_bias, then one gradient per
+    weight, of fff::tree_sublayer (empty where absent). Order "pre",
+    residual + layer(norm(x)): the norm is recomputed, the layer's gradient
+    flows into the norm's, and dresidual, which is dy, is left empty (a
+    result may not alias an input; the caller uses dy). Order "post",
+    norm(residual + layer(x)): the layer and the add are recomputed, the
+    norm's gradient is dresidual and flows into the layer's."""
+    count_backward("tree_sublayer_grad")
+    rows, grad = x.reshape(-1, x.shape[-1]), dy.reshape(-1, dy.shape[-1])
+    if order == "pre":
+        normed, stats = _norm_forward(norm, rows, norm_weight, norm_bias, eps)
+        layer_grads = _layer_backward(layer, grad, normed, weights, depth, activation)
+        dx, dweight, dbias = _norm_backward(norm, layer_grads[0], rows, stats, norm_weight, norm_bias, eps)
+        dresidual = x.new_empty(0)
+    else:
+        summed = residual.reshape(grad.shape) + _layer_forward(layer, rows, weights, depth, activation)
+        _, stats = _norm_forward(norm, summed, norm_weight, norm_bias, eps)
+        dresidual, dweight, dbias = _norm_backward(norm, grad, summed, stats, norm_weight, norm_bias, eps)
+        layer_grads = _layer_backward(layer, dresidual, rows, weights, depth, activation)
+        dx = layer_grads[0]
+    dresidual = dresidual.reshape(residual.shape) if order == "post" else dresidual
+    return [dx.reshape(x.shape), dresidual] + \
+        [_present(g, x) for g in (dweight, dbias, *layer_grads[1:])]
+
+
+@tree_sublayer_backward_op.register_fake
+def _(dy, x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation, order):
+    like = lambda t: torch.empty_like(t) if t is not None else x.new_empty(0)  # noqa: E731
+    return [like(t) for t in (x, residual if order == "post" else None, norm_weight, norm_bias, *weights)]
+
+
+def setup_tree_sublayer_context(ctx, inputs, output):
+    x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation, order = inputs
+    ctx.save_for_backward(x, residual, norm_weight, norm_bias, *weights)
+    ctx.norm, ctx.eps, ctx.layer, ctx.depth, ctx.activation, ctx.order = norm, eps, layer, depth, activation, order
+
+
+def tree_sublayer_autograd(ctx, dy):
+    if torch.is_grad_enabled():
+        raise RuntimeError("fff::tree_sublayer has no double backward (backward(create_graph=True)): "
+                           "call its norm and tree layer as separate ops for that")
+    x, residual, norm_weight, norm_bias, *weights = ctx.saved_tensors
+    grads = torch.ops.fff.tree_sublayer_backward(dy, x, residual, ctx.norm, norm_weight, norm_bias, ctx.eps,
+                                                 ctx.layer, weights, ctx.depth, ctx.activation, ctx.order)
+    present = [x, residual, norm_weight, norm_bias, *weights]
+    dx, dresidual, dweight, dbias, *dweights = [g if t is not None else None for g, t in zip(grads, present)]
+    dresidual = dy if ctx.order == "pre" else dresidual
+    return dx, dresidual, None, dweight, dbias, None, None, dweights, None, None, None
