@@ -63,14 +63,14 @@ class UltraFastBERTLayer(torch.nn.Module):
     activations through a bias-free Linear. Written here from that code's
     structure, since the code is not packaged."""
 
-    def __init__(self, input_width, output_width, depth, parallel_size):
+    def __init__(self, input_width, output_width, depth, parallel_size, activation=torch.nn.GELU):
         super().__init__()
         self.input_width, self.output_width = input_width, output_width
         self.depth, self.parallel_size = depth, parallel_size
         self.n_nodes = 2 ** (depth + 1) - 1
         self.linear_in = torch.nn.Linear(input_width, parallel_size * self.n_nodes, bias=True)
         self.linear_out = torch.nn.Linear(parallel_size * self.n_nodes, output_width, bias=False)
-        self.activation = torch.nn.GELU()
+        self.activation = activation()
 
     def forward(self, oldx):
         x = oldx.reshape(-1, self.input_width)

@@ -6,6 +6,8 @@
     layer = fff.torch.TreeFFN(768, 768, depth=11)         # UltraFastBERT's layer, on fff's kernels
     layer = fff.torch.TreeFFN.from_ultrafastbert(fff_layer)
     layer = fff.torch.LeafTreeFFN.from_fastfeedforward(fff_module)
+    theirs = layer.to_ultrafastbert()                     # and back (fff.torch.MaskedTreeFFN)
+    fff.torch.use_tree_feedforwards(bert, depth=11)       # a BERT encoder's FFNs become tree layers
 
 Importing it registers the backend "fff" and the custom ops fff::tree_ffn,
 fff::leaf_tree_ffn, fff::tree_sublayer, fff::region, and the trained norms
@@ -22,6 +24,7 @@ from . import _layers, _regions, _training
 from ._backend import backend, check_options, explain
 from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
 from ._report import Region, Report
+from ._ultrafastbert import MaskedTreeFFN, convert_tree_layers, use_tree_feedforwards
 
 
 @_register_backend(name="fff")
@@ -43,4 +46,5 @@ def _release_executables():
     gc.collect()
 
 
-__all__ = ["LeafTreeFFN", "Region", "Report", "TreeFFN", "backend", "explain", "leaf_tree_ffn", "tree_ffn"]
+__all__ = ["LeafTreeFFN", "MaskedTreeFFN", "Region", "Report", "TreeFFN", "backend", "convert_tree_layers", "explain",
+           "leaf_tree_ffn", "tree_ffn", "use_tree_feedforwards"]

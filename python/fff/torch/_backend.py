@@ -311,14 +311,18 @@ def _take_regions(gm, example_inputs, fallback, report):
         report.training = True
         refused = take_trained_norms(gm, report)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, training=True, reported=refused)
-        return
-    take_tree_sublayers(gm, report)
-    nodes = _compute_nodes(gm)
-    _take_norm_regions(gm, nodes, fallback, report)
-    take_region_sublayers(gm, report)
+    else:
+        take_tree_sublayers(gm, report)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report)
+        take_region_sublayers(gm, report)
     for n in _compute_nodes(gm):
         if op_name(n) in TREE_OPS.values():
+            # fff's own ops stay in the graph, which the fallback runs; their
+            # registered backward is an fff call of the backward graph.
             report.take(f"fff::{op_name(n)}", [op_name(n)], [n])
+            value = example_value(n)
+            if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
+                report.take_backward(f"fff::{op_name(n)}_backward", [f"{op_name(n)}_grad"], [n])
 
 
 def _take_norm_regions(gm, nodes, fallback, report, training=False, reported=()):

@@ -300,7 +300,10 @@ class TreeFFN(torch.nn.Module):
     row's path (_tree_training.py)."""
 
     def __init__(self, input_width, output_width, depth, trees=1, activation="gelu", bias=True,
-                 device=None, dtype=None):
+                 device=None, dtype=None, output_bias=None):
+        """`bias` gives the nodes biases (b_in) and the output one (b_out);
+        `output_bias`, where given, decides b_out alone (UltraFastBERT's
+        layer has b_in and no b_out)."""
         super().__init__()
         _check_depth("fff::tree_ffn", depth, min_depth=0)
         nodes = 2 ** (depth + 1) - 1
@@ -309,7 +312,8 @@ class TreeFFN(torch.nn.Module):
         self.w_in = torch.nn.Parameter(torch.empty(trees, nodes, input_width, **factory))
         self.b_in = torch.nn.Parameter(torch.empty(trees, nodes, **factory)) if bias else None
         self.w_out = torch.nn.Parameter(torch.empty(trees, nodes, output_width, **factory))
-        self.b_out = torch.nn.Parameter(torch.empty(output_width, **factory)) if bias else None
+        output_bias = bias if output_bias is None else output_bias
+        self.b_out = torch.nn.Parameter(torch.empty(output_width, **factory)) if output_bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -346,14 +350,24 @@ class TreeFFN(torch.nn.Module):
                              f"{trees} trees of depth {depth} ({nodes} nodes each)")
         has_bias_out = getattr(layer.linear_out, "bias", None) is not None
         tree = cls(w_in.shape[1], w_out.shape[0], depth, trees, _activation_name(getattr(layer, "activation", "gelu")),
-                   device=w_in.device, dtype=w_in.dtype)
+                   device=w_in.device, dtype=w_in.dtype, output_bias=has_bias_out)
         with torch.no_grad():
             tree.w_in.copy_(w_in.reshape(trees, nodes, -1))
             tree.b_in.copy_(layer.linear_in.bias.reshape(trees, nodes))
             # Row n of w_out is neuron n's output weights: linear_out's column.
             tree.w_out.copy_(w_out.t().reshape(trees, nodes, -1))
-            tree.b_out.copy_(layer.linear_out.bias if has_bias_out else torch.zeros_like(tree.b_out))
+            if has_bias_out:
+                tree.b_out.copy_(layer.linear_out.bias)
         return tree
+
+    def to_ultrafastbert(self, layer_class=None):
+        """UltraFastBERT's layer with this layer's weights: the authors' FFF
+        class where it is passed as `layer_class` (built as
+        layer_class(input_width, output_width, depth, parallel_size,
+        activation_class)), else fff.torch.MaskedTreeFFN, the same layer in
+        fff's code. It has no output bias: b_out must be absent or zero."""
+        from ._ultrafastbert import to_ultrafastbert
+        return to_ultrafastbert(self, layer_class)
 
 
 class LeafTreeFFN(torch.nn.Module):

@@ -12,23 +12,34 @@ REGION_OP = "fff.region.default"
 FFF_CALLS = {*TREE_OPS, SUBLAYER_OP, REGION_OP}
 
 
+def _overload(target):
+    """A custom op's overload name, `fff.tree_ffn.default`: Dynamo's graphs
+    call the op's packet (`fff.tree_ffn`), AOTAutograd's its overload."""
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target}.default"
+    return str(target) if isinstance(target, torch._ops.OpOverload) else None
+
+
 def op_name(node):
     """A node's op as the report names it: `layer_norm`, `add`, `linear`."""
     if node.op == "call_method":
         return node.target
     if node.op == "call_module":
         return f"module {node.target}"
+    overload = _overload(node.target)
+    if overload == SUBLAYER_OP:
+        return "tree_sublayer"
+    if overload == REGION_OP:
+        return "region"
+    if overload in TREE_OPS:
+        return TREE_OPS[overload]
     if isinstance(node.target, torch._ops.OpOverload):
-        if str(node.target) == SUBLAYER_OP:
-            return "tree_sublayer"
-        if str(node.target) == REGION_OP:
-            return "region"
-        return TREE_OPS.get(str(node.target), str(node.target))
+        return str(node.target)
     return getattr(node.target, "__name__", str(node.target)).lstrip("_")
 
 
 def is_fff_call(node):
-    return node.op == "call_function" and str(node.target) in FFF_CALLS
+    return node.op == "call_function" and _overload(node.target) in FFF_CALLS
 
 
 def example_value(node):
