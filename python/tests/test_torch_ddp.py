@@ -1,7 +1,9 @@
 """torch.compile(backend="fff") under DistributedDataParallel: two processes
 (torch.distributed, gloo, on this machine) each train a step of a small
 BERT on their own batch; the averaged gradients must be those of the same
-DDP run without fff."""
+DDP run without fff. Then an UltraFastBERT-style encoder (tree
+feedforwards): its DDP gradients must be a single process's gradients of
+the two batches together."""
 
 import os
 import socket
@@ -38,7 +40,31 @@ def _step(model, rank, compiled):
     return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
-def _worker(rank, port, out_dir):
+def _tree_encoder():
+    import fff.torch
+
+    torch.manual_seed(0)
+    return fff.torch.use_tree_feedforwards(_model(), depth=4)
+
+
+def _tree_batch(rank=None):
+    """Eight sequences, every token labelled (so that the mean loss of each
+    half, averaged, is the mean loss of the whole); rank r gets half r."""
+    ids = torch.randint(1, 128, (8, 16), generator=torch.Generator().manual_seed(7))
+    return ids if rank is None else ids[4 * rank:4 * (rank + 1)]
+
+
+def _tree_step(rank):
+    import fff.torch  # noqa: F401
+
+    model = _tree_encoder()
+    ddp = torch.compile(torch.nn.parallel.DistributedDataParallel(model), backend="fff")
+    ids = _tree_batch(rank)
+    ddp(input_ids=ids, labels=ids).loss.backward()
+    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _worker(rank, port, out_dir, kind):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     # gloo picks its interface from the hostname unless told: loopback, so
     # that a machine whose hostname does not resolve runs the test too.
@@ -48,11 +74,28 @@ def _worker(rank, port, out_dir):
     try:
         from fff.torch._training import BACKWARD_CALLS
 
-        grads = {"fff": _step(_model(), rank, compiled=True), "eager": _step(_model(), rank, compiled=False)}
+        if kind == "bert":
+            grads = {"fff": _step(_model(), rank, compiled=True), "eager": _step(_model(), rank, compiled=False)}
+        else:
+            grads = {"fff": _tree_step(rank)}
         grads["fff backward calls"] = dict(BACKWARD_CALLS)
         torch.save(grads, os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
+
+
+def _run_ranks(kind):
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.start_processes(_worker, args=(_free_port(), out_dir, kind), nprocs=WORLD, join=True,
+                           start_method="spawn")
+        return [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD)]
+
+
+def _error(actual, expected):
+    """Relative to the gradient, or to 1e-3 per element where it is
+    rounding noise (a key bias's gradient is 0 in exact arithmetic)."""
+    scale = max(expected.double().norm().item(), 1e-3 * expected.numel() ** 0.5)
+    return (actual.double() - expected.double()).norm().item() / scale
 
 
 def _free_port():
@@ -62,21 +105,31 @@ def _free_port():
 
 
 def test_ddp_gradients_with_fff_equal_those_without():
-    with tempfile.TemporaryDirectory() as out_dir:
-        mp.start_processes(_worker, args=(_free_port(), out_dir), nprocs=WORLD, join=True, start_method="spawn")
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt")) for rank in range(WORLD)]
+    results = _run_ranks("bert")
     for rank, grads in enumerate(results):
         # The model's six LayerNorms (embeddings, two per layer, the MLM head's)
         # ran their backward on fff.
         assert grads["fff backward calls"] == {"layer_norm_grad": 6}, grads["fff backward calls"]
         assert grads["fff"].keys() == grads["eager"].keys()
         for name, expected in grads["eager"].items():
-            actual = grads["fff"][name]
-            # Relative to the gradient, or to 1e-3 per element where it is
-            # rounding noise (a key bias's gradient is 0 in exact arithmetic).
-            scale = max(expected.double().norm().item(), 1e-3 * expected.numel() ** 0.5)
-            error = (actual.double() - expected.double()).norm().item() / scale
+            error = _error(grads["fff"][name], expected)
             assert error < 1e-5, f"rank {rank}, {name}: {error:.2e}"
     # DDP averaged the gradients: both ranks hold the same.
     for name, grad in results[0]["fff"].items():
         assert torch.equal(grad, results[1]["fff"][name]), name
+
+
+def test_ddp_gradients_of_a_tree_encoder_are_those_of_the_whole_batch():
+    results = _run_ranks("tree")
+    import fff.torch  # noqa: F401
+
+    model = _tree_encoder()
+    ids = _tree_batch()
+    model(input_ids=ids, labels=ids).loss.backward()
+    expected = {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+    for rank, grads in enumerate(results):
+        assert grads["fff backward calls"].get("tree_ffn_grad") == 2, grads["fff backward calls"]
+        assert grads["fff"].keys() == expected.keys()
+        for name, grad in expected.items():
+            error = _error(grads["fff"][name], grad)
+            assert error < 1e-5, f"rank {rank}, {name}: {error:.2e}"
