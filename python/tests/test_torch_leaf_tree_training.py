@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 import fff.torch
 from fff.torch._tree_training import leaf_tree_ffn_backward
+from test_torch_tree_training import fit
 
 TOLERANCE = {torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu, "identity": lambda v: v,
@@ -141,18 +142,7 @@ def test_gradcheck_of_the_leaf_backward_in_float64(activation):
 def test_a_leaf_tree_trains(backend):
     torch.manual_seed(0)
     layer, target = fff.torch.LeafTreeFFN(16, 8, 6, depth=3), fff.torch.LeafTreeFFN(16, 8, 6, depth=3)
-    step = layer if backend is None else torch.compile(layer, backend=backend, fullgraph=True)
-    optimizer = torch.optim.Adam(layer.parameters(), lr=1e-2)
-    x = torch.randn(256, 16)
-    with torch.no_grad():
-        y = target(x)
-    losses = []
-    for _ in range(30):
-        optimizer.zero_grad()
-        loss = (step(x) - y).pow(2).mean()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = fit(layer, target, backend)
     assert losses[-1] < 0.5 * losses[0], losses
 
 

@@ -146,19 +146,27 @@ def test_a_tree_layer_trains(backend):
     torch.manual_seed(0)
     layer = fff.torch.TreeFFN(16, 8, depth=3, trees=2)
     target = fff.torch.TreeFFN(16, 8, depth=3, trees=2)
+    losses = fit(layer, target, backend)
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+def fit(layer, target, backend, width=16, steps=30):
+    """The losses of `steps` Adam steps fitting `layer` (eager, or compiled
+    with `backend` and fullgraph) to `target`'s outputs on random rows
+    `width` wide."""
     step = layer if backend is None else torch.compile(layer, backend=backend, fullgraph=True)
     optimizer = torch.optim.Adam(layer.parameters(), lr=1e-2)
-    x = torch.randn(256, 16)
+    x = torch.randn(256, width)
     with torch.no_grad():
         y = target(x)
     losses = []
-    for _ in range(30):
+    for _ in range(steps):
         optimizer.zero_grad()
         loss = (step(x) - y).pow(2).mean()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    assert losses[-1] < 0.5 * losses[0], losses
+    return losses
 
 
 def test_compiled_gradients_equal_eager_ones():
