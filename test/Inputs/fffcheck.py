@@ -281,6 +281,27 @@ def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic,
     return f"func.func @{name}({', '.join(params)}) -> {yt} {{\n  %y = {op}\n  return %y : {yt}\n}}"
 
 
+def tree_ffn_grad_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias_grad,
+                           name="grad"):
+    """@name(dy, x, w_in[, b_in], w_out) -> (dx, dw_in, dw_out[, db_in][, db_out])
+    of tree_ffn_grad; `dynamic` leaves the batch dynamic."""
+    nodes = 2 ** (depth + 1) - 1
+    batch = None if dynamic else rows
+    dyt, xt = tensor_type((batch, dout), dtype), tensor_type((batch, din), dtype)
+    wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
+    bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
+    params = [f"%dy: {dyt}", f"%x: {xt}", f"%wi: {wit}"] + ([f"%bi: {bit}"] if in_bias else []) + [f"%wo: {wot}"]
+    results = ["%dx", "%dwi", "%dwo"] + (["%dbi"] if in_bias else []) + (["%dbo"] if out_bias_grad else [])
+    types = [xt, wit, wot] + ([bit] if in_bias else []) + ([bot] if out_bias_grad else [])
+    w_in = "%wi" + (f" bias(%bi : {bit})" if in_bias else "")
+    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+    op = (f"fff.tree_ffn_grad %dy, %x, {w_in}, %wo{' bias_grad' if out_bias_grad else ''} {attrs} "
+          f": {dyt}, {xt}, {wit}, {wot}")
+    return (f"func.func @{name}({', '.join(params)}) -> ({', '.join(types)}) {{\n"
+            f"  {', '.join(results)} = {op}\n"
+            f"  return {', '.join(results)} : {', '.join(types)}\n}}")
+
+
 def leaf_tree_ffn_function(name, dtype, rows, din, width, dout, depth, activation, dynamic):
     """@name(x, node_w, node_b, w1, b1, w2, b2) -> leaf_tree_ffn."""
     leaves = 2**depth

@@ -26,6 +26,16 @@ def ConvertFFFToLoops : Pass<"convert-fff-to-loops"> {
       dependent. Accumulation is in f32. A `tree_ffn` of 2^19
       multiply-adds or more loops over its tokens with `scf.parallel`, which
       the CPU pipeline splits across threads.
+    * `fff.tree_ffn_grad` becomes loops over buffers in three phases: each
+      row walks its trees again, recording per tree and level the node, dl
+      and act(l), and sums its dx row; a stable counting sort per tree then
+      groups the visits by node; and each slab of 64 columns of `dw_in`
+      and `dw_out` sums, for every node, its visits' terms in row order.
+      The walk is threaded over rows and the sums over slabs (both
+      `scf.parallel` from 2^19 multiply-adds), so no two threads write one
+      element and the gradients have the same bits for any thread count,
+      however unevenly the rows spread over the nodes. `db_in` and `db_out`
+      are summed in row order.
 
     All other ops are left alone. Run before bufferization.
   }];

@@ -9,6 +9,8 @@
 #include "fff/Conversion/FFFToLoops/FFFToLoops.h"
 #include "fff/Conversion/Passes.h"
 
+#include "BufferLoops.h"
+
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 
@@ -32,37 +34,9 @@ namespace fff {
 
 using namespace mlir;
 using namespace fff;
+using namespace fff::loops;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Scalar helpers shared by all lowerings
-//===----------------------------------------------------------------------===//
-
-Value f32Constant(ImplicitLocOpBuilder &b, double value) {
-  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
-}
-
-/// acc + value for a reduction whose order the op leaves unspecified.
-/// `reassoc` lets LLVM vectorize the loop (the GPU kernels reduce in a tree
-/// order anyway); the numeric tests hold the result to f32 accuracy.
-Value accumulate(ImplicitLocOpBuilder &b, Value acc, Value value) {
-  return arith::AddFOp::create(b, acc, value, arith::FastMathFlags::reassoc);
-}
-
-/// Widens an f16/bf16 scalar to f32; f32 passes through.
-Value toF32(ImplicitLocOpBuilder &b, Value value) {
-  if (value.getType().isF32())
-    return value;
-  return arith::ExtFOp::create(b, b.getF32Type(), value);
-}
-
-/// Narrows an f32 scalar to `type` (round to nearest even).
-Value fromF32(ImplicitLocOpBuilder &b, Value value, Type type) {
-  if (type.isF32())
-    return value;
-  return arith::TruncFOp::create(b, type, value);
-}
 
 //===----------------------------------------------------------------------===//
 // Norms: linalg.generic on tensors
@@ -369,126 +343,6 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
 // Tree ops: scf loops over buffers
 //===----------------------------------------------------------------------===//
 
-/// Emits the scalar loop nests of the tree ops over buffers.
-class BufferLoopBuilder {
-public:
-  explicit BufferLoopBuilder(ImplicitLocOpBuilder &b) : b(b) {}
-
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, value);
-  }
-
-  /// A read-only view of `tensor` as a buffer; null stays null.
-  Value buffer(Value tensor) {
-    if (!tensor)
-      return Value();
-    auto type = cast<RankedTensorType>(tensor.getType());
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-    return bufferization::ToBufferOp::create(b, memrefType, tensor,
-                                             /*read_only=*/true);
-  }
-
-  Value dim(Value buffer, int64_t dim) {
-    return memref::DimOp::create(b, buffer, dim);
-  }
-
-  /// buffer[indices], widened to f32.
-  Value load(Value buffer, ValueRange indices) {
-    return toF32(b, memref::LoadOp::create(b, buffer, indices));
-  }
-
-  /// `for iv in [0, upper)`, threading `inits` through `body`, which returns
-  /// the next values. Returns the final values.
-  SmallVector<Value>
-  loop(Value upper, ValueRange inits,
-       function_ref<SmallVector<Value>(Value iv, ValueRange carried)> body) {
-    auto forOp = scf::ForOp::create(
-        b, index(0), upper, index(1), inits,
-        [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          scf::YieldOp::create(b, body(iv, carried));
-        });
-    return llvm::to_vector_of<Value>(forOp.getResults());
-  }
-
-  void loop(Value upper, function_ref<void(Value iv)> body) {
-    loop(upper, {}, [&](Value iv, ValueRange) {
-      body(iv);
-      return SmallVector<Value>{};
-    });
-  }
-
-  /// sum over i in [0, upper) of lhs(i) * rhs(i), in f32.
-  Value dot(Value upper, function_ref<Value(Value)> lhs,
-            function_ref<Value(Value)> rhs) {
-    return loop(upper, f32Constant(b, 0.0), [&](Value i, ValueRange acc) {
-      Value product = arith::MulFOp::create(b, lhs(i), rhs(i));
-      return SmallVector<Value>{accumulate(b, acc[0], product)};
-    })[0];
-  }
-
-  /// acc[row, j] += scale * vector(j) for j in [0, size).
-  void accumulateRow(Value acc, Value row, Value size, Value scale,
-                     function_ref<Value(Value)> vector) {
-    loop(size, [&](Value j) {
-      Value old = memref::LoadOp::create(b, acc, ValueRange{row, j});
-      Value update = arith::MulFOp::create(b, scale, vector(j));
-      memref::StoreOp::create(b, arith::AddFOp::create(b, old, update), acc,
-                              ValueRange{row, j});
-    });
-  }
-
-  /// 2 * node + 1 + (goRight ? 1 : 0): the child a routing decision picks.
-  Value child(Value node, Value goRight) {
-    Value twice = arith::MulIOp::create(b, node, index(2));
-    Value right = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        arith::ExtUIOp::create(b, b.getI64Type(), goRight));
-    return arith::AddIOp::create(b, arith::AddIOp::create(b, twice, index(1)),
-                                 right);
-  }
-
-  /// Allocates a buffer shaped like `resultType` with `elementType`; `rows`
-  /// and `cols` give the dynamic extents. Buffers allocated here are freed by
-  /// the buffer deallocation pipeline that runs after bufferization, which
-  /// rejects explicit deallocations.
-  Value allocMatrix(RankedTensorType resultType, Type elementType, Value rows,
-                    Value cols) {
-    SmallVector<Value> dynamicSizes;
-    Value sizes[] = {rows, cols};
-    for (auto [extent, size] : llvm::zip(resultType.getShape(), sizes))
-      if (ShapedType::isDynamic(extent))
-        dynamicSizes.push_back(size);
-    return memref::AllocOp::create(
-        b, MemRefType::get(resultType.getShape(), elementType), dynamicSizes);
-  }
-
-  /// Returns the f32 accumulator as a tensor of `resultType`, narrowing it
-  /// into a fresh buffer first for f16/bf16.
-  Value finish(Value acc, RankedTensorType resultType, Value rows, Value cols) {
-    Value result = acc;
-    Type elementType = resultType.getElementType();
-    if (!elementType.isF32()) {
-      result = allocMatrix(resultType, elementType, rows, cols);
-      loop(rows, [&](Value r) {
-        loop(cols, [&](Value c) {
-          Value value = memref::LoadOp::create(b, acc, ValueRange{r, c});
-          memref::StoreOp::create(b, fromF32(b, value, elementType), result,
-                                  ValueRange{r, c});
-        });
-      });
-    }
-    return bufferization::ToTensorOp::create(b, resultType, result,
-                                             /*restrict=*/true,
-                                             /*writable=*/true);
-  }
-
-private:
-  ImplicitLocOpBuilder &b;
-};
-
 struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -669,6 +523,7 @@ void fff::populateInlineFusionPatterns(RewritePatternSet &patterns) {
 void fff::populateFFFToLoopsPatterns(RewritePatternSet &patterns) {
   populateInlineFusionPatterns(patterns);
   populateNormGradsToLoopsPatterns(patterns);
+  populateTreeGradsToLoopsPatterns(patterns);
   patterns.add<LayerNormLowering, RMSNormLowering, TreeFFNLowering,
                LeafTreeFFNLowering>(patterns.getContext());
 }

@@ -81,6 +81,60 @@ func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3
 
 // -----
 
+// tree_ffn_grad: (1) each row walks its trees again (the logit, act and
+// act' of it, dy . w_out), records its visit's node, dl and act(l), adds
+// into its dx row, and branches on `logit > 0`; (2) a counting sort of each
+// tree's visits by node; (3) a loop over column slabs of dw_in and dw_out
+// (threaded), each summing, per node, its visits' terms in row order. Then
+// db_in and db_out, and every gradient narrowed to bf16.
+// CHECK-LABEL: func @tree_ffn_grad
+// CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[SLOPES:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         %[[ACTS:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         %[[DX:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
+// CHECK:         scf.parallel (%[[ROW:.*]]) =
+// CHECK:           scf.for {{.*}} iter_args(%[[NODE:.*]] = %{{.*}}) -> (index)
+// CHECK:             scf.for {{.*}} -> (f32)
+// CHECK:             math.erf
+// CHECK:             math.exp
+// CHECK:             scf.for {{.*}} -> (f32)
+// CHECK:             memref.store %[[NODE]], %[[NODES]]
+// CHECK:             memref.store %{{.*}}, %[[SLOPES]]
+// CHECK:             memref.store %{{.*}}, %[[ACTS]]
+// CHECK:             memref.store %{{.*}}, %[[DX]][%[[ROW]], %{{.*}}] : memref<?x8xf32>
+// CHECK:             arith.cmpf ogt
+// CHECK:         %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[MEMBERS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         memref.store %{{.*}}, %[[MEMBERS]]
+// CHECK:         %[[DWIN:.*]] = memref.alloc() : memref<2x3x8xf32>
+// CHECK:         %[[DWOUT:.*]] = memref.alloc() : memref<2x3x4xf32>
+// CHECK:         arith.ceildivui %{{.*}}, %c64
+// CHECK:         scf.parallel
+// CHECK:           scf.if
+// CHECK:             memref.load %[[STARTS]]
+// CHECK:             scf.for
+// CHECK:               memref.load %[[MEMBERS]]
+// CHECK:               memref.load %[[SLOPES]]
+// CHECK:               memref.store %{{.*}}, %[[DWIN]]
+// CHECK:           } else {
+// CHECK:               memref.load %[[ACTS]]
+// CHECK:               memref.store %{{.*}}, %[[DWOUT]]
+// CHECK:         arith.truncf {{.*}} : f32 to bf16
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x8xbf16> to tensor<?x8xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<2x3x8xbf16> to tensor<2x3x8xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<2x3x4xbf16> to tensor<2x3x4xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<2x3xbf16> to tensor<2x3xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<4xbf16> to tensor<4xbf16>
+func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tensor<2x3x8xbf16>, %bi: tensor<2x3xbf16>,
+                         %wo: tensor<2x3x4xbf16>)
+    -> (tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>, tensor<2x3xbf16>, tensor<4xbf16>) {
+  %dx, %dwi, %dwo, %dbi, %dbo = fff.tree_ffn_grad %dy, %x, %wi bias(%bi : tensor<2x3xbf16>), %wo bias_grad {depth = 1 : i64}
+         : tensor<?x4xbf16>, tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>
+  return %dx, %dwi, %dwo, %dbi, %dbo : tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>, tensor<2x3xbf16>, tensor<4xbf16>
+}
+
+// -----
+
 // leaf_tree_ffn: `depth` routing steps with `score >= 0`, then the leaf MLP.
 // CHECK-LABEL: func @leaf_tree_ffn
 // CHECK:         %[[HIDDEN:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>

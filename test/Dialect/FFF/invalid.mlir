@@ -270,6 +270,60 @@ func.func @rms_grad_empty_rows(%dy: tensor<4x0xf32>, %x: tensor<4x0xf32>) {
 // -----
 
 //===----------------------------------------------------------------------===//
+// tree_ffn_grad
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @tree_grad_depth(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn_grad' op depth must be in [0, 20], got 21}}
+  %0:3 = fff.tree_ffn_grad %dy, %x, %w, %w {depth = 21 : i64} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_grad_element_type(%dy: tensor<4x8xbf16>, %x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn_grad' op grad_output element type 'bf16' does not match input element type 'f32'}}
+  %0:3 = fff.tree_ffn_grad %dy, %x, %w, %w {depth = 1 : i64} : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_grad_rows(%dy: tensor<5x8xf32>, %x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn_grad' op input dim 0 (B) is 4, but grad_output dim 0 requires 5}}
+  %0:3 = fff.tree_ffn_grad %dy, %x, %w, %w {depth = 1 : i64} : tensor<5x8xf32>, tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_grad_output_width(%dy: tensor<4x6xf32>, %x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn_grad' op w_out dim 2 (Dout) is 8, but grad_output dim 1 requires 6}}
+  %0:3 = fff.tree_ffn_grad %dy, %x, %w, %w {depth = 1 : i64} : tensor<4x6xf32>, tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_grad_nodes(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<1x7x8xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn_grad' op w_in dim 1 (N) is 7, but depth 1 (N = 2^(depth+1)-1) requires 3}}
+  %0:3 = fff.tree_ffn_grad %dy, %x, %w, %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x7x8xf32>, tensor<1x7x8xf32>
+  return
+}
+
+// -----
+
+func.func @tree_grad_bias_shape(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>, %b: tensor<1x4xf32>) {
+  // expected-error @+1 {{'fff.tree_ffn_grad' op b_in dim 1 (N) is 4, but depth 1 (N = 2^(depth+1)-1) requires 3}}
+  %0:4 = fff.tree_ffn_grad %dy, %x, %w bias(%b : tensor<1x4xf32>), %w {depth = 1 : i64} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // tree_ffn
 //===----------------------------------------------------------------------===//
 

@@ -164,3 +164,23 @@ func.func @norm_grad_forms(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: 
   "test.use"(%dx, %dg, %db, %dx2, %dx3, %db3, %dx4, %dg4, %dx5) : (tensor<?x768xbf16>, tensor<768xbf16>, tensor<768xbf16>, tensor<?x768xbf16>, tensor<?x768xbf16>, tensor<768xbf16>, tensor<?x768xbf16>, tensor<768xbf16>, tensor<?x768xbf16>) -> ()
   return
 }
+
+// CHECK-LABEL: func @tree_ffn_grad_forms
+func.func @tree_ffn_grad_forms(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>, %w_in: tensor<1x4095x768xf32>,
+                               %b_in: tensor<1x4095xf32>, %w_out: tensor<1x4095x768xf32>,
+                               %dy16: tensor<5x7xbf16>, %x16: tensor<5x3xbf16>, %wi16: tensor<2x1x3xbf16>,
+                               %wo16: tensor<2x1x7xbf16>) {
+  // Both biases: dx, dw_in, dw_out, then db_in and db_out.
+  // CHECK: %dx, %dw_in, %dw_out, %db_in, %db_out = fff.tree_ffn_grad %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<1x4095xf32>), %{{.*}} bias_grad {depth = 11 : i64} : tensor<?x768xf32>, tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
+  %dx, %dwi, %dwo, %dbi, %dbo = fff.tree_ffn_grad %dy, %x, %w_in bias(%b_in : tensor<1x4095xf32>), %w_out bias_grad
+         {depth = 11 : i64} : tensor<?x768xf32>, tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
+  // CHECK: "test.use"(%db_in, %db_out) : (tensor<1x4095xf32>, tensor<768xf32>) -> ()
+  "test.use"(%dbi, %dbo) : (tensor<1x4095xf32>, tensor<768xf32>) -> ()
+  // No biases, depth 0, Din != Dout, bf16: three results.
+  // CHECK: %dx_0, %dw_in_1, %dw_out_2 = fff.tree_ffn_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {activation = #fff.activation<relu>, depth = 0 : i64} : tensor<5x7xbf16>, tensor<5x3xbf16>, tensor<2x1x3xbf16>, tensor<2x1x7xbf16>
+  %dx2, %dwi2, %dwo2 = fff.tree_ffn_grad %dy16, %x16, %wi16, %wo16 {depth = 0 : i64, activation = #fff.activation<relu>}
+         : tensor<5x7xbf16>, tensor<5x3xbf16>, tensor<2x1x3xbf16>, tensor<2x1x7xbf16>
+  // CHECK: "test.use"(%dx_0, %dw_in_1, %dw_out_2) : (tensor<5x3xbf16>, tensor<2x1x3xbf16>, tensor<2x1x7xbf16>) -> ()
+  "test.use"(%dx2, %dwi2, %dwo2) : (tensor<5x3xbf16>, tensor<2x1x3xbf16>, tensor<2x1x7xbf16>) -> ()
+  return
+}

@@ -17,6 +17,10 @@ void populateFFFToLoopsPatterns(mlir::RewritePatternSet &patterns);
 /// linalg.generic ops (part of populateFFFToLoopsPatterns).
 void populateNormGradsToLoopsPatterns(mlir::RewritePatternSet &patterns);
 
+/// The pattern lowering fff.tree_ffn_grad to scf loops over buffers (part of
+/// populateFFFToLoopsPatterns).
+void populateTreeGradsToLoopsPatterns(mlir::RewritePatternSet &patterns);
+
 /// The pattern that inlines each fff.fusion unit's body in its place, as the
 /// CPU runs a unit.
 void populateInlineFusionPatterns(mlir::RewritePatternSet &patterns);

@@ -393,6 +393,64 @@ ShapeContract TreeFFNOp::getShapeContract() {
   return contract;
 }
 
+LogicalResult TreeFFNGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  TreeFFNGradOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto inputType = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  auto wOutType = dyn_cast<RankedTensorType>(adaptor.getWOut().getType());
+  if (!inputType || !wOutType || wOutType.getRank() != 3)
+    return emitOptionalError(location, "'", getOperationName(),
+                             "' op expects ranked input and rank-3 w_out "
+                             "to infer its result types");
+  inferredReturnTypes.push_back(inputType);
+  inferredReturnTypes.push_back(adaptor.getWIn().getType());
+  inferredReturnTypes.push_back(wOutType);
+  if (Value bIn = adaptor.getBIn())
+    inferredReturnTypes.push_back(bIn.getType());
+  if (adaptor.getBiasOutGrad())
+    inferredReturnTypes.push_back(RankedTensorType::get(
+        {wOutType.getDimSize(2)}, inputType.getElementType()));
+  return success();
+}
+
+void TreeFFNGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getGradInput(), "dx");
+  setNameFn(getGradWIn(), "dw_in");
+  setNameFn(getGradWOut(), "dw_out");
+  if (Value bInGrad = getBInGrad())
+    setNameFn(bInGrad, "db_in");
+  if (Value bOutGrad = getBOutGrad())
+    setNameFn(bOutGrad, "db_out");
+}
+
+LogicalResult TreeFFNGradOp::verify() {
+  if (failed(verifyDepth(*this, getDepth(), /*minDepth=*/0)))
+    return failure();
+  if (failed(verifyElementTypes(*this, getInput().getType().getElementType(),
+                                {{"grad_output", getGradOutput()},
+                                 {"w_in", getWIn()},
+                                 {"b_in", getBIn()},
+                                 {"w_out", getWOut()}})))
+    return failure();
+  return getShapeContract().verify(*this);
+}
+
+ShapeContract TreeFFNGradOp::getShapeContract() {
+  ShapeContract contract;
+  contract.bind("grad_output", getGradOutput(), {"B", "Dout"});
+  contract.bind("input", getInput(), {"B", "Din"});
+  contract.bind("w_in", getWIn(), {"K", "N", "Din"});
+  contract.bind("b_in", getBIn(), {"K", "N"});
+  contract.bind("w_out", getWOut(), {"K", "N", "Dout"});
+  contract.require("N", getNumNodes(),
+                   "depth " + Twine(getDepth()) + " (N = 2^(depth+1)-1)");
+  contract.requireAtLeast("K", 1, "a tree layer needs at least one tree");
+  requireNonEmptyRows(contract);
+  return contract;
+}
+
 LogicalResult LeafTreeFFNOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location> location, ValueRange operands,
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,

@@ -335,6 +335,92 @@ def FFF_TreeFFNOp : FFF_Op<"tree_ffn", [
   let hasVerifier = 1;
 }
 
+def FFF_TreeFFNGradOp : FFF_Op<"tree_ffn_grad", [
+    Pure, AllTypesMatch<["input", "grad_input"]>,
+    AllTypesMatch<["w_in", "grad_w_in"]>,
+    AllTypesMatch<["w_out", "grad_w_out"]>,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gradient of tree_ffn: dx and the weights' gradients from dy";
+  let description = [{
+    The gradient of UltraFastBERT's masked training layer, whose values
+    equal `fff.tree_ffn`'s: routing is hard and gets no gradient. Each row
+    `b` walks each tree `k` as the forward does (a logit of exactly 0 goes
+    left), and for each node `n` on its path, with logit `l`:
+
+    ```
+    dw_out[k,n] += act(l) * dy[b]
+    dl           = dot(dy[b], w_out[k,n]) * act'(l)
+    dx[b]       += dl * w_in[k,n]
+    dw_in[k,n]  += dl * x[b]
+    db_in[k,n]  += dl                       (with b_in)
+    db_out       = sum over b of dy[b]      (with bias_out_grad)
+    ```
+
+    Nodes no row visits get zero gradients. `act'` is the derivative of
+    the activation as `shared/DESIGN.md` defines it; relu's is 0 at 0, as
+    torch's. The path is walked again from `input`, `w_in` and `b_in`
+    (`b_out` does not change it, so it is not an operand).
+
+    All arithmetic is in f32, and every result has its operand's element
+    type: `grad_input` (dx) the input's, `grad_w_in` and `grad_w_out` the
+    weights', and the `bias_grads`, `db_in` (with `b_in`) then `db_out`
+    (with `bias_out_grad`, shaped `[Dout]`), the input's. Sums are taken in
+    a fixed order: each node's over the rows that visited it in row order,
+    each row's over the trees and levels in order. The result has the same
+    bits for any thread count.
+
+    Example (UltraFastBERT-1x11):
+
+    ```mlir
+    %dx, %dw_in, %dw_out, %db_in, %db_out = fff.tree_ffn_grad %dy, %x,
+        %w_in bias(%b_in : tensor<1x4095xf32>), %w_out bias_grad
+        {depth = 11 : i64}
+        : tensor<?x768xf32>, tensor<?x768xf32>, tensor<1x4095x768xf32>,
+          tensor<1x4095x768xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensorOfRank<2>:$grad_output,
+    FFF_FloatTensorOfRank<2>:$input,
+    FFF_FloatTensorOfRank<3>:$w_in,
+    Optional<FFF_FloatTensorOfRank<2>>:$b_in,
+    FFF_FloatTensorOfRank<3>:$w_out,
+    I64Attr:$depth,
+    DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::gelu">:$activation,
+    UnitAttr:$bias_out_grad
+  );
+  let results = (outs
+    FFF_FloatTensorOfRank<2>:$grad_input,
+    FFF_FloatTensorOfRank<3>:$grad_w_in,
+    FFF_FloatTensorOfRank<3>:$grad_w_out,
+    Variadic<FFF_FloatTensor>:$bias_grads
+  );
+
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $w_in (`bias` `(` $b_in^ `:` type($b_in) `)`)?
+    `,` $w_out (`bias_grad` $bias_out_grad^)? attr-dict
+    `:` type($grad_output) `,` type($input) `,` type($w_in) `,` type($w_out)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Number of neurons in one tree: 2^(depth+1) - 1.
+    int64_t getNumNodes() { return (int64_t(1) << (getDepth() + 1)) - 1; }
+    /// db_in, or null without `b_in`.
+    ::mlir::Value getBInGrad() {
+      return getBIn() ? getBiasGrads()[0] : ::mlir::Value();
+    }
+    /// db_out, or null without `bias_out_grad`.
+    ::mlir::Value getBOutGrad() {
+      return getBiasOutGrad() ? getBiasGrads().back() : ::mlir::Value();
+    }
+  }];
+
+  let hasVerifier = 1;
+}
+
 def FFF_LeafTreeFFNOp : FFF_Op<"leaf_tree_ffn", [
     Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>,
     DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>]> {

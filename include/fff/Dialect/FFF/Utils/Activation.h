@@ -20,6 +20,11 @@ namespace fff {
 mlir::Value buildActivation(mlir::OpBuilder &builder, mlir::Location loc,
                             Activation activation, mlir::Value x);
 
+/// Emits `activation'(x)`, the derivative, for an f32 scalar or vector `x`
+/// (relu's is 0 at 0, as torch's).
+mlir::Value buildActivationSlope(mlir::OpBuilder &builder, mlir::Location loc,
+                                 Activation activation, mlir::Value x);
+
 } // namespace fff
 
 #endif // FFF_DIALECT_FFF_UTILS_ACTIVATION_H
