@@ -193,6 +193,18 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
     on the token loops as `fff.strategy`. `convert-fff-to-loops` keeps the
     scalar reference lowering.
 
+    `fff.tree_ffn_grad` takes the reference lowering's three phases (the
+    walk, the counting sort of the visits by node, the sums over column
+    slabs) with vector code in the two that compute: each visit's dot
+    products and dx update in f32 vector multiply-adds, and each slab four
+    vectors wide (64 f32 columns at 512 bits), whose node's visits are
+    multiply-added into registers and stored once. Every gradient element
+    is still its node's visits summed in row order: the same bits for any
+    thread count. The vector width is recorded on the threaded loops as
+    `fff.strategy` (with `slab_columns`). UltraFastBERT-1x11's gradient at
+    batch 4096 took 21 ms so on this project's 2-core machine, against 32
+    ms in scalar loops and 200-650 ms in torch ops.
+
     Run before bufferization.
 
     Example (`vector-bits=512 cache-bytes=2097152`, UltraFastBERT-1x11):

@@ -621,7 +621,7 @@ struct ConvertFFFTreesToVectorPass
       return signalPassFailure();
     }
     ConversionTarget target(getContext());
-    target.addIllegalOp<TreeFFNOp, LeafTreeFFNOp>();
+    target.addIllegalOp<TreeFFNOp, LeafTreeFFNOp, TreeFFNGradOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFFFTreesToVectorPatterns(
@@ -639,4 +639,5 @@ void fff::populateFFFTreesToVectorPatterns(RewritePatternSet &patterns,
                                            int64_t cacheBytes) {
   patterns.add<TreeFFNToVector, LeafTreeFFNToVector>(
       patterns.getContext(), TreeOptions{target, cacheBytes});
+  populateFFFTreeGradsToVectorPatterns(patterns, target);
 }

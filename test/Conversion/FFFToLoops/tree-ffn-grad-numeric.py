@@ -7,16 +7,30 @@
 # gradients have the same bits for 1 and 3 threads, and nodes no row visits
 # get zeros.
 #
+# Runs through the vector lowering (convert-fff-trees-to-vector, at this
+# host's vector width and at 256 bits) and the scalar reference
+# (convert-fff-to-loops, fff-run --reference).
+#
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
+# RUN: %python %s --vector-bits=256 | FileCheck %s
+# RUN: %python %s --reference | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
+
+import sys
 
 import numpy as np
 
-from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, run, stable_rows, tree_ffn_grad_function
+from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, stable_rows, tree_ffn_grad_function
+from fffcheck import run as fffcheck_run
 
 rng = np.random.default_rng(27)
 check = Checker()
+FLAGS = sys.argv[1:]  # fff-run's: --reference, --vector-bits=N
+
+
+def run(mlir, func, args, count, extra_flags=()):
+    return fffcheck_run(mlir, func, args, count, extra_flags=[*FLAGS, *extra_flags])
 
 
 def slope(activation, logit, step=1e-5):

@@ -258,3 +258,29 @@ func.func @not_epilogues(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: ten
   } -> tensor<?x32xf32>
   return %s, %t, %y2 : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>
 }
+
+// -----
+
+// tree_ffn_grad: the scalar lowering's phases (TreeGradBuilder) with vector
+// code: the walk's dot products and dx update in vector FMAs, recorded as
+// `fff.strategy`; then, per column slab of 4 vectors (64 f32 columns), a
+// node's visits multiply-added into four vectors carried through the loop
+// over its visits, stored once.
+// CHECK-LABEL: func @tree_ffn_grad
+// CHECK:         scf.parallel
+// CHECK:           vector.maskedload {{.*}} : memref<?x8xbf16>, vector<16xi1>, vector<16xbf16> into vector<16xbf16>
+// CHECK:           vector.fma {{.*}} : vector<16xf32>
+// CHECK:           vector.maskedstore %{{.*}} : memref<?x8xf32>, vector<16xi1>, vector<16xf32>
+// CHECK:         } {fff.strategy = {{{.*}}lanes = 16 : i64, min_parallel_work = 524288 : i64, slab_columns = 64 : i64, vector_bits = 512 : i64}}
+// CHECK:         arith.ceildivui %{{.*}}, %c64
+// CHECK:         scf.parallel
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4:     vector.fma {{.*}} : vector<16xf32>
+// CHECK:           }
+// CHECK-COUNT-4:   vector.maskedstore %{{.*}} : memref<2x3x8xf32>, vector<16xi1>, vector<16xf32>
+func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tensor<2x3x8xbf16>, %wo: tensor<2x3x4xbf16>)
+    -> (tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>) {
+  %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 1 : i64}
+         : tensor<?x4xbf16>, tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>
+  return %dx, %dwi, %dwo : tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>
+}

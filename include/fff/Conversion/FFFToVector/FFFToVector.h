@@ -33,6 +33,11 @@ void populateFFFTreesToVectorPatterns(mlir::RewritePatternSet &patterns,
                                       const CPUTarget &target,
                                       int64_t cacheBytes);
 
+/// The pattern lowering fff.tree_ffn_grad to loops of vector code over
+/// buffers, for `target` (part of populateFFFTreesToVectorPatterns).
+void populateFFFTreeGradsToVectorPatterns(mlir::RewritePatternSet &patterns,
+                                          const CPUTarget &target);
+
 } // namespace fff
 
 #endif // FFF_CONVERSION_FFFTOVECTOR_FFFTOVECTOR_H

@@ -1,0 +1,96 @@
+//===- TreeGradBuilder.h - tree_ffn_grad's CPU phases ----------*- C++ -*-===//
+//
+// fff.tree_ffn_grad on the CPU, in three phases (TreeGradsToLoops.cpp says
+// why): the walk, threaded over rows; a counting sort of the visits by
+// node; and the weights' sums, threaded over column slabs. The scalar
+// lowering (convert-fff-to-loops) is this class as it is; the vector one
+// (convert-fff-trees-to-vector) overrides the two loops that do the
+// arithmetic, walkTree and accumulateSlab, and keeps the rest, so the two
+// group and order the sums alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_LIB_CONVERSION_FFFTOLOOPS_TREEGRADBUILDER_H
+#define FFF_LIB_CONVERSION_FFFTOLOOPS_TREEGRADBUILDER_H
+
+#include "BufferLoops.h"
+
+#include "fff/Dialect/FFF/IR/FFFOps.h"
+
+namespace fff::loops {
+
+/// The values the phases share.
+struct TreeGradState {
+  Value dy, x, wIn, bIn, wOut;
+  Value rows, inWidth, outWidth, trees, nodes, levels;
+  /// Per visit (row, tree, level), flat index (row * trees + tree) *
+  /// levels + level: the node visited, dl, and act(l).
+  Value visitedNode, visitSlope, visitActivation;
+  /// Per tree, the visits grouped by node: bucketStart[tree * (nodes + 1) +
+  /// node] is where node's visits start in members[tree * rows * levels
+  /// ...], which holds their flat indices in row order, and memberRows
+  /// their rows.
+  Value bucketStart, members, memberRows;
+};
+
+class TreeGradBuilder {
+public:
+  TreeGradBuilder(ImplicitLocOpBuilder &b, TreeFFNGradOp op,
+                  TreeFFNGradOp::Adaptor adaptor);
+  virtual ~TreeGradBuilder() = default;
+
+  /// Builds the lowering; returns the op's results.
+  SmallVector<Value> build();
+
+protected:
+  /// One row's walk of one tree: records its visits, adds into dx[row]
+  /// (f32).
+  virtual void walkTree(Value row, Value tree, Value dx);
+
+  /// For every node, grad[tree, node, j] (f32) = the sum over its visits,
+  /// in row order, of scale[visit] * source[row, j], for the columns j of
+  /// slab `slab` of a row `width` wide.
+  virtual void accumulateSlab(Value grad, Value source, Value scale,
+                              Value width, Value slab);
+
+  /// Columns of dw_in or dw_out per slab.
+  virtual int64_t slabColumns() const;
+
+  /// Recorded as `fff.strategy` on the threaded loops (null: nothing).
+  virtual DictionaryAttr strategy() const { return {}; }
+
+  Value add(Value lhs, Value rhs) { return arith::AddIOp::create(b, lhs, rhs); }
+  Value mul(Value lhs, Value rhs) { return arith::MulIOp::create(b, lhs, rhs); }
+
+  /// The flat index of (row, tree, level 0)'s visit.
+  Value firstVisit(Value row, Value tree) {
+    return mul(add(mul(row, s.trees), tree), s.levels);
+  }
+
+  /// Calls `body(visit, row)` for each visit of `tree`'s `node`, in row
+  /// order, threading `inits` through (body returns the next values).
+  SmallVector<Value>
+  foldVisits(Value tree, Value node, ValueRange inits,
+             function_ref<SmallVector<Value>(Value visit, Value row,
+                                             ValueRange carried)>
+                 body);
+
+  ImplicitLocOpBuilder &b;
+  BufferLoopBuilder lb;
+  TreeFFNGradOp op;
+  TreeGradState s;
+
+private:
+  Value walk();
+  void group();
+  std::pair<Value, Value> accumulateWeights();
+  Value accumulateInputBias();
+  Value accumulateOutputBias();
+  void
+  forEachVisit(Value tree,
+               function_ref<void(Value visit, Value row, Value node)> body);
+};
+
+} // namespace fff::loops
+
+#endif // FFF_LIB_CONVERSION_FFFTOLOOPS_TREEGRADBUILDER_H

@@ -1,0 +1,170 @@
+//===- TreeGradsToVector.cpp - tree_ffn backward as vector code -*- C++ -*-===//
+//
+// convert-fff-trees-to-vector's lowering of fff.tree_ffn_grad: the phases
+// of the scalar lowering (TreeGradBuilder, FFFToLoops/TreeGradsToLoops.cpp),
+// with vector code where the arithmetic is:
+//
+// - the walk: each visit's two dot products (x . w_in, dy . w_out) into
+//   several f32 vector accumulators, and the dx row's update a vector at a
+//   time;
+// - the weights' sums: a slab is `kSlabVectors` vectors of columns, held in
+//   registers while a node's visits are added into them (a multiply-add of
+//   the visit's scale and a vector of its x or dy row each), then stored
+//   once; the scalar loops load and store the slab's gradient per visit.
+//
+// Each gradient element is still the sum of its node's visits in row order,
+// so the thread count changes no bit of the result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fff/Conversion/FFFToVector/FFFToVector.h"
+
+#include "../FFFToLoops/TreeGradBuilder.h"
+#include "VectorEmitter.h"
+
+#include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
+#include "fff/Dialect/FFF/Utils/Activation.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace fff;
+using namespace fff::loops;
+
+namespace {
+
+/// Vectors of columns per slab: four cover the latency of the multiply-adds
+/// into them (each waits on the one four back), and at 16 lanes make the
+/// scalar lowering's 64 columns.
+constexpr int64_t kSlabVectors = 4;
+
+class VectorTreeGradBuilder : public TreeGradBuilder {
+public:
+  VectorTreeGradBuilder(ImplicitLocOpBuilder &b, TreeFFNGradOp op,
+                        TreeFFNGradOp::Adaptor adaptor,
+                        const CPUVectorShape &shape)
+      : TreeGradBuilder(b, op, adaptor), shape(shape), emit(b, shape) {}
+
+protected:
+  int64_t slabColumns() const override { return shape.lanes * kSlabVectors; }
+
+  DictionaryAttr strategy() const override {
+    SmallVector<NamedAttribute> attrs;
+    shape.appendAttrs(b, attrs);
+    attrs.push_back(b.getNamedAttr("min_parallel_work",
+                                   b.getI64IntegerAttr(kMinParallelTreeWork)));
+    attrs.push_back(
+        b.getNamedAttr("slab_columns", b.getI64IntegerAttr(slabColumns())));
+    return b.getDictionaryAttr(attrs);
+  }
+
+  void walkTree(Value row, Value tree, Value dx) override {
+    Value zero = f32Constant(b, 0.0);
+    Value first = firstVisit(row, tree);
+    lb.loop(s.levels, lb.index(0), [&](Value level, ValueRange carried) {
+      Value node = carried[0];
+      Value logit = dot(s.inWidth, s.x, {row}, s.wIn, {tree, node});
+      if (s.bIn)
+        logit = arith::AddFOp::create(b, logit, lb.load(s.bIn, {tree, node}));
+      Value activated =
+          buildActivation(b, b.getLoc(), op.getActivation(), logit);
+      Value slope =
+          buildActivationSlope(b, b.getLoc(), op.getActivation(), logit);
+      Value dl = arith::MulFOp::create(
+          b, dot(s.outWidth, s.dy, {row}, s.wOut, {tree, node}), slope);
+      Value visit = add(first, level);
+      memref::StoreOp::create(b, node, s.visitedNode, visit);
+      memref::StoreOp::create(b, dl, s.visitSlope, visit);
+      memref::StoreOp::create(b, activated, s.visitActivation, visit);
+      Value dlLanes = emit.splat(dl);
+      auto update = [&](Value j, Value mask) {
+        Value weights = emit.load(s.wIn, {tree, node, j}, mask);
+        Value sum = vector::FMAOp::create(b, dlLanes, weights,
+                                          emit.load(dx, {row, j}, mask));
+        emit.store(sum, dx, {row, j}, mask);
+      };
+      emit.forEachStep(
+          s.inWidth, shape.lanes, [&](Value j) { update(j, Value()); }, update);
+      // Exactly zero goes left, as in the forward.
+      Value goRight =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+      return SmallVector<Value>{lb.child(node, goRight)};
+    });
+  }
+
+  void accumulateSlab(Value grad, Value source, Value scale, Value width,
+                      Value slab) override {
+    Value first = mul(slab, lb.index(slabColumns()));
+    SmallVector<Value> columns, masks;
+    for (int64_t v = 0; v < kSlabVectors; ++v) {
+      columns.push_back(add(first, lb.index(v * shape.lanes)));
+      // Lanes past the row (a narrow last slab) read as zero and are not
+      // stored; create_mask clamps to [0, lanes].
+      masks.push_back(emit.tailMask(width, columns.back()));
+    }
+    SmallVector<Value> zeros(kSlabVectors, emit.zeros());
+    lb.loop(s.trees, [&](Value tree) {
+      lb.loop(s.nodes, [&](Value node) {
+        SmallVector<Value> sums = foldVisits(
+            tree, node, zeros, [&](Value visit, Value row, ValueRange partial) {
+              Value factor =
+                  emit.splat(memref::LoadOp::create(b, scale, visit));
+              SmallVector<Value> next;
+              for (int64_t v = 0; v < kSlabVectors; ++v)
+                next.push_back(vector::FMAOp::create(
+                    b, factor, emit.load(source, {row, columns[v]}, masks[v]),
+                    partial[v]));
+              return next;
+            });
+        for (int64_t v = 0; v < kSlabVectors; ++v)
+          emit.store(sums[v], grad, {tree, node, columns[v]}, masks[v]);
+      });
+    });
+  }
+
+private:
+  /// sum over [0, n) of lhs[lhsAt..., j] * rhs[rhsAt..., j], in f32.
+  Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs, ValueRange rhsAt) {
+    auto at = [](ValueRange prefix, Value j) {
+      SmallVector<Value> indices(prefix);
+      indices.push_back(j);
+      return indices;
+    };
+    return emit.reduce(n, shape.accumulators,
+                       [&](Value j, Value partial, Value mask) -> Value {
+                         return vector::FMAOp::create(
+                             b, emit.load(lhs, at(lhsAt, j), mask),
+                             emit.load(rhs, at(rhsAt, j), mask), partial);
+                       });
+  }
+
+  CPUVectorShape shape;
+  VectorEmitter emit;
+};
+
+struct TreeFFNGradToVector : OpConversionPattern<TreeFFNGradOp> {
+  TreeFFNGradToVector(MLIRContext *context, CPUTarget target)
+      : OpConversionPattern(context), target(target) {}
+
+  LogicalResult
+  matchAndRewrite(TreeFFNGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    int64_t inWidth = op.getInput().getType().getDimSize(1);
+    std::optional<int64_t> rowSize;
+    if (!ShapedType::isDynamic(inWidth))
+      rowSize = inWidth;
+    CPUVectorShape shape = selectCPUVectorShape(rowSize, target);
+    rewriter.replaceOp(op,
+                       VectorTreeGradBuilder(b, op, adaptor, shape).build());
+    return success();
+  }
+
+  CPUTarget target;
+};
+
+} // namespace
+
+void fff::populateFFFTreeGradsToVectorPatterns(RewritePatternSet &patterns,
+                                               const CPUTarget &target) {
+  patterns.add<TreeFFNGradToVector>(patterns.getContext(), target);
+}
