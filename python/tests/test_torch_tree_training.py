@@ -179,3 +179,34 @@ def test_compiled_gradients_equal_eager_ones():
     got = torch.autograd.grad(compiled(x), [x, *layer.parameters()], dy)
     for e, g in zip(eager, got):
         assert torch.allclose(e, g, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("bias", [True, False])
+def test_cpu_backward_runs_on_the_fff_kernel_and_matches_the_torch_op_backward(dtype, bias):
+    # fff::tree_ffn_backward on CPU tensors is fff's tree_ffn_grad kernel:
+    # bitwise its result, run after run, and within rounding of the
+    # torch-op backward (which f64 and CUDA tensors take).
+    from fff.torch import _kernels
+    generator = torch.Generator().manual_seed(5)
+    inputs = tensors(301, 40, 24, 6, 2, dtype, bias, generator)
+    dy = torch.randn(301, 24, generator=generator).to(dtype)
+    got = torch.ops.fff.tree_ffn_backward(dy, *inputs, 6, "gelu")
+    again = torch.ops.fff.tree_ffn_backward(dy, *inputs, 6, "gelu")
+    kernel = _kernels.tree_ffn_grad(dy, *inputs, 6, "gelu")
+    torch_ops = tree_ffn_backward(dy, *inputs, 6, "gelu")
+    for g, a, k, t in zip(got, again, kernel, torch_ops):
+        if t is None:
+            assert g.numel() == 0 and k is None
+            continue
+        assert torch.equal(g, a) and torch.equal(g, k)
+        assert g.dtype == t.dtype and g.shape == t.shape
+        assert relative_error(g, t) < TOLERANCE[dtype]
+
+
+def test_an_empty_batch_gets_zero_weight_gradients():
+    layer = fff.torch.TreeFFN(12, 6, depth=3)
+    x = torch.randn(0, 12, requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad.shape == (0, 12)
+    assert all(p.grad is not None and not p.grad.any() for p in layer.parameters())

@@ -20,7 +20,7 @@ import gc
 
 from torch._dynamo import register_backend as _register_backend
 
-from . import _layers, _regions, _training
+from . import _kernels, _regions, _training
 from ._backend import backend, check_options, explain
 from ._layers import LeafTreeFFN, TreeFFN, leaf_tree_ffn, tree_ffn
 from ._report import Region, Report
@@ -41,7 +41,7 @@ def _release_executables():
     # interpreter tears the extension down, not after (nanobind reports
     # objects still alive then as leaks).
     _regions.release_executables()
-    _layers.release_executables()
+    _kernels.release_executables()
     _training.release_executables()
     gc.collect()
 

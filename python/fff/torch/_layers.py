@@ -2,43 +2,16 @@
 fff::leaf_tree_ffn, run on fff's kernels (CPU JIT, or CUDA), their
 nn.Modules, and converters from the FFF authors' own layers."""
 
-import functools
 import math
 
 import torch
 
-from .._compiler import compile as _compile
 from .._fff import FFFError
+from ._kernels import ELEMENT, executable, target_of, tensor_type
 from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
                              tree_ffn_autograd, tree_sublayer_autograd)
 
-_ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "identity")
-
-
-def _tensor_type(shape, element):
-    return "tensor<" + "".join(("?" if d is None else str(d)) + "x" for d in shape) + element + ">"
-
-
-def _target(device):
-    """(target, pipeline options) for the device a call's tensors are on."""
-    if device.type == "cpu":
-        return "cpu", ()
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        return "cuda", (("chip", f"sm_{major}{minor}"),)
-    raise FFFError(f"fff runs on CPU and CUDA tensors, not on '{device.type}'")
-
-
-@functools.lru_cache(maxsize=None)
-def _executable(text, target, options):
-    """One compiled module per distinct op and shape (the batch is dynamic),
-    shared by every layer and call that needs it."""
-    return _compile(text, target=target, **dict(options))
-
-
-def release_executables():
-    _executable.cache_clear()
 
 
 def _element(name, tensor, like):
@@ -59,7 +32,7 @@ def _check_depth(op, depth, min_depth):
 
 def _check_common(op, x, depth, activation, min_depth):
     """What both tree ops require of x's dtype, the depth and the activation."""
-    if x.dtype not in _ELEMENT:
+    if x.dtype not in ELEMENT:
         raise ValueError(f"{op} takes f32, f16 or bf16 tensors, not {x.dtype}")
     _activation_name(activation)
     _check_depth(op, depth, min_depth)
@@ -100,8 +73,8 @@ def _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
 
 def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, x="%x"):
     """tree_ffn on the value `x`: (its weights' parameters, the op)."""
-    xt, wit, wot = (_tensor_type(s, element) for s in [(None, din), (trees, nodes, din), (trees, nodes, dout)])
-    bi, bo = (_tensor_type(s, element) for s in [(trees, nodes), (dout,)])
+    xt, wit, wot = (tensor_type(s, element) for s in [(None, din), (trees, nodes, din), (trees, nodes, dout)])
+    bi, bo = (tensor_type(s, element) for s in [(trees, nodes), (dout,)])
     params = [f"%wi: {wit}"] + ([f"%bi: {bi}"] if bias_in else []) + [f"%wo: {wot}"] + \
         ([f"%bo: {bo}"] if bias_out else [])
     operand_in = f"%wi bias(%bi : {bi})" if bias_in else "%wi"
@@ -116,8 +89,8 @@ def _leaf_op(element, din, width, dout, depth, activation, x="%x"):
     shapes = [(leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width), (leaves, width, dout),
               (leaves, dout)]
     names = ["nw", "nb", "w1", "b1", "w2", "b2"]
-    types = [_tensor_type(s, element) for s in shapes]
-    xt = _tensor_type((None, din), element)
+    types = [tensor_type(s, element) for s in shapes]
+    xt = tensor_type((None, din), element)
     return [f"%{n}: {t}" for n, t in zip(names, types)], (
         f"fff.leaf_tree_ffn {x}, {', '.join('%' + n for n in names)} "
         f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {xt}, {', '.join(types)}")
@@ -129,14 +102,14 @@ def _function(name, params, body, result):
 
 def _tree_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):
     params, op = _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out)
-    return _function("tree", [f"%x: {_tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
-                     _tensor_type((None, dout), element))
+    return _function("tree", [f"%x: {tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
+                     tensor_type((None, dout), element))
 
 
 def _leaf_text(element, din, width, dout, depth, activation):
     params, op = _leaf_op(element, din, width, dout, depth, activation)
-    return _function("leaf", [f"%x: {_tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
-                     _tensor_type((None, dout), element))
+    return _function("leaf", [f"%x: {tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
+                     tensor_type((None, dout), element))
 
 
 def _run(function, x, operands, dout):
@@ -159,10 +132,10 @@ def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_o
     _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
-    text = _tree_text(_ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
+    text = _tree_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
                       b_in is not None, b_out is not None)
     operands = [t for t in (w_in, b_in, w_out, b_out) if t is not None]
-    return _run(_executable(text, *_target(x.device)).tree, x, operands, dout)
+    return _run(executable(text, *target_of(x.device)).tree, x, operands, dout)
 
 
 @tree_ffn.register_fake
@@ -178,8 +151,8 @@ def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w
     """The original FFF (fff.leaf_tree_ffn) on x [..., Din]."""
     _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     dout = w2.shape[-1]
-    text = _leaf_text(_ELEMENT[x.dtype], x.shape[-1], w1.shape[-1], dout, depth, activation)
-    return _run(_executable(text, *_target(x.device)).leaf, x, [node_w, node_b, w1, b1, w2, b2], dout)
+    text = _leaf_text(ELEMENT[x.dtype], x.shape[-1], w1.shape[-1], dout, depth, activation)
+    return _run(executable(text, *target_of(x.device)).leaf, x, [node_w, node_b, w1, b1, w2, b2], dout)
 
 
 @leaf_tree_ffn.register_fake
@@ -235,7 +208,7 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
       it loads each row.
     What the torch.compile backend puts in place of the three ops."""
     dout = _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
-    element, din = _ELEMENT[x.dtype], x.shape[-1]
+    element, din = ELEMENT[x.dtype], x.shape[-1]
     tree_input = "%n" if order == "pre" else "%x"
     if layer == "tree_ffn":
         w_in, b_in, w_out, b_out = weights
@@ -243,8 +216,8 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
                               b_in is not None, b_out is not None, x=tree_input)
     else:
         params, op = _leaf_op(element, din, weights[2].shape[-1], dout, depth, activation, x=tree_input)
-    xt, rt = (_tensor_type(s, element) for s in [(None, din), (None, dout)])
-    vt = _tensor_type((din if order == "pre" else dout,), element)
+    xt, rt = (tensor_type(s, element) for s in [(None, din), (None, dout)])
+    vt = tensor_type((din if order == "pre" else dout,), element)
     norm_params = [f"%norm_g: {vt}"] * (norm_weight is not None) + [f"%norm_b: {vt}"] * (norm_bias is not None)
     affine = (f" scale(%norm_g : {vt})" if norm_weight is not None else "") + \
         (f" bias(%norm_b : {vt})" if norm_bias is not None else "")
@@ -260,7 +233,7 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
     text = _function("sublayer", [f"%x: {xt}", f"%r: {rt}"] + norm_params + params, body, rt)
     operands = [residual.reshape(-1, dout).contiguous()] + \
         [t for t in (norm_weight, norm_bias, *weights) if t is not None]
-    return _run(_executable(text, "cpu", ()).sublayer, x, operands, dout)
+    return _run(executable(text, "cpu", ()).sublayer, x, operands, dout)
 
 
 @tree_sublayer.register_fake

@@ -1,5 +1,5 @@
-"""The gradients of the tree layers' custom ops, in torch ops (not yet fff
-kernels): fff::tree_ffn, fff::leaf_tree_ffn and fff::tree_sublayer.
+"""The gradients of the tree layers' custom ops: fff::tree_ffn,
+fff::leaf_tree_ffn and fff::tree_sublayer.
 
 Each backward is itself a custom op (fff::tree_ffn_backward,
 fff::leaf_tree_ffn_backward, fff::tree_sublayer_backward), opaque to
@@ -18,27 +18,30 @@ node n on b's path, with logit l:
     dx[b]        += dl * w_in[k, n]         dw_in[k, n] += dl * x[b]
     db_in[k, n]  += dl                      db_out = sum over b of dy[b]
 
-The backward walks each row's path again (the forward saves nothing but its
-inputs) and touches only the visited rows of the weights: depth + 1 rows per
-tree and token, as the forward does.
+On CPU tensors of f32, f16 and bf16 this runs on fff's kernel of the
+dialect's fff.tree_ffn_grad (_kernels.tree_ffn_grad): each node's sums in
+row order, the same bits for any thread count. Elsewhere (f64, CUDA) and
+for double backward, tree_ffn_backward below computes it in torch ops. Both
+walk each row's path again (the forward saves nothing but its inputs), in
+their own arithmetic: a logit within rounding of 0 may route differently
+from the forward kernel's (both send exactly 0 left).
 
-fff::leaf_tree_ffn: the hard-routed gradient. The chosen leaf's w1, b1, w2,
-b2 and x get gradients; the routing nodes get zero (a zero tensor, not
-None, so that an optimizer treats them as the `fastfeedforward` package's
-training with hard decisions does: weight decay still applies). The rows
-are grouped by leaf, and each leaf's gradients are a few matrix products
-over its rows.
+fff::leaf_tree_ffn: the hard-routed gradient, in torch ops. The chosen
+leaf's w1, b1, w2, b2 and x get gradients; the routing nodes get zero (a
+zero tensor, not None, so that an optimizer treats them as the
+`fastfeedforward` package's training with hard decisions does: weight decay
+still applies). The rows are grouped by leaf, and each leaf's gradients are
+a few matrix products over its rows.
 
-Both compute in f32 (f64 for f64 inputs) and return each gradient in its
-tensor's dtype; the weight gradients are dense tensors. The path is
-recomputed in torch's arithmetic: a logit within rounding of 0 may route
-differently from the kernel's forward (both send exactly 0 the same way).
+The torch-op gradients compute in f32 (f64 for f64 inputs) and return each
+gradient in its tensor's dtype; all weight gradients are dense tensors.
 """
 
 import math
 
 import torch
 
+from . import _kernels
 from ._training import count_backward
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -124,6 +127,15 @@ def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
 
 
 
+def tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation):
+    """tree_ffn_backward's gradients, on fff's tree_ffn_grad kernel where it
+    takes the tensors (CPU, f32/f16/bf16: deterministic, the same bits for
+    any thread count), else in torch ops."""
+    if _kernels.takes_tree_grad(x):
+        return _kernels.tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+    return tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+
+
 def leaf_paths(rows, node_w, node_b, depth):
     """Each row's leaf, int64 [B], for rows [B, Din] of the routing nodes'
     dtype: `depth` hyperplanes, a score >= 0 goes right (as the op and the
@@ -179,7 +191,7 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
     """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
     absent bias)."""
     count_backward("tree_ffn_grad")
-    grads = tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+    grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation)
     return tuple(_present(g, x) for g in grads)
 
 
@@ -261,7 +273,7 @@ def _layer_forward(layer, rows, weights, depth, activation):
 
 def _layer_backward(layer, grad, rows, weights, depth, activation):
     """dx, then one gradient per weight (None for an absent bias)."""
-    backward = tree_ffn_backward if layer == "tree_ffn" else leaf_tree_ffn_backward
+    backward = tree_ffn_gradients if layer == "tree_ffn" else leaf_tree_ffn_backward
     return backward(grad, rows, *weights, depth, activation)
 
 
