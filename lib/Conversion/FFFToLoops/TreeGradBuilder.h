@@ -67,13 +67,18 @@ protected:
     return mul(add(mul(row, s.trees), tree), s.levels);
   }
 
-  /// Calls `body(visit, row)` for each visit of `tree`'s `node`, in row
-  /// order, threading `inits` through (body returns the next values).
+  /// Calls `body(visit, row, member)` for each visit of `tree`'s `node`, in
+  /// row order, threading `inits` through (body returns the next values).
+  /// `member` indexes the visit in the grouped buffers (see memberRowAhead).
   SmallVector<Value>
   foldVisits(Value tree, Value node, ValueRange inits,
              function_ref<SmallVector<Value>(Value visit, Value row,
-                                             ValueRange carried)>
+                                             Value member, ValueRange carried)>
                  body);
+
+  /// The row of the grouped visit `distance` after `member` (the last one's
+  /// past the end), to prefetch.
+  Value memberRowAhead(Value member, int64_t distance);
 
   ImplicitLocOpBuilder &b;
   BufferLoopBuilder lb;

@@ -239,18 +239,19 @@ void TreeGradBuilder::accumulateSlab(Value grad, Value source, Value scale,
       slabColumnLoop([&](Value j) {
         memref::StoreOp::create(b, zero, grad, ValueRange{tree, node, j});
       });
-      foldVisits(tree, node, {}, [&](Value visit, Value row, ValueRange) {
-        Value factor = memref::LoadOp::create(b, scale, visit);
-        slabColumnLoop([&](Value j) {
-          Value old =
-              memref::LoadOp::create(b, grad, ValueRange{tree, node, j});
-          Value term =
-              arith::MulFOp::create(b, factor, lb.load(source, {row, j}));
-          memref::StoreOp::create(b, arith::AddFOp::create(b, old, term), grad,
-                                  ValueRange{tree, node, j});
-        });
-        return SmallVector<Value>{};
-      });
+      foldVisits(
+          tree, node, {}, [&](Value visit, Value row, Value, ValueRange) {
+            Value factor = memref::LoadOp::create(b, scale, visit);
+            slabColumnLoop([&](Value j) {
+              Value old =
+                  memref::LoadOp::create(b, grad, ValueRange{tree, node, j});
+              Value term =
+                  arith::MulFOp::create(b, factor, lb.load(source, {row, j}));
+              memref::StoreOp::create(b, arith::AddFOp::create(b, old, term),
+                                      grad, ValueRange{tree, node, j});
+            });
+            return SmallVector<Value>{};
+          });
     });
   });
 }
@@ -263,7 +264,7 @@ Value TreeGradBuilder::accumulateInputBias() {
     lb.loop(s.nodes, [&](Value node) {
       Value sum = foldVisits(
           tree, node, f32Constant(b, 0.0),
-          [&](Value visit, Value, ValueRange acc) {
+          [&](Value visit, Value, Value, ValueRange acc) {
             Value dl = memref::LoadOp::create(b, s.visitSlope, visit);
             return SmallVector<Value>{arith::AddFOp::create(b, acc[0], dl)};
           })[0];
@@ -303,7 +304,7 @@ void TreeGradBuilder::forEachVisit(
 
 SmallVector<Value> TreeGradBuilder::foldVisits(
     Value tree, Value node, ValueRange inits,
-    function_ref<SmallVector<Value>(Value, Value, ValueRange)> body) {
+    function_ref<SmallVector<Value>(Value, Value, Value, ValueRange)> body) {
   Value bucket = add(mul(tree, add(s.nodes, lb.index(1))), node);
   Value begin = memref::LoadOp::create(b, s.bucketStart, bucket);
   Value end = memref::LoadOp::create(b, s.bucketStart,
@@ -316,9 +317,17 @@ SmallVector<Value> TreeGradBuilder::foldVisits(
         Value at = add(memberBase, position);
         Value visit = memref::LoadOp::create(b, s.members, at);
         Value row = memref::LoadOp::create(b, s.memberRows, at);
-        scf::YieldOp::create(b, body(visit, row, carried));
+        scf::YieldOp::create(b, body(visit, row, at, carried));
       });
   return llvm::to_vector_of<Value>(loop.getResults());
+}
+
+Value TreeGradBuilder::memberRowAhead(Value member, int64_t distance) {
+  Value last = arith::SubIOp::create(b, mul(s.trees, mul(s.rows, s.levels)),
+                                     lb.index(1));
+  Value ahead =
+      arith::MinUIOp::create(b, add(member, lb.index(distance)), last);
+  return memref::LoadOp::create(b, s.memberRows, ahead);
 }
 
 namespace {

@@ -37,6 +37,9 @@ namespace {
 /// scalar lowering's 64 columns.
 constexpr int64_t kSlabVectors = 4;
 
+/// How many visits ahead a slab's accumulation prefetches its source rows.
+constexpr int64_t kPrefetchVisits = 16;
+
 class VectorTreeGradBuilder : public TreeGradBuilder {
 public:
   VectorTreeGradBuilder(ImplicitLocOpBuilder &b, TreeFFNGradOp op,
@@ -105,7 +108,17 @@ protected:
     lb.loop(s.trees, [&](Value tree) {
       lb.loop(s.nodes, [&](Value node) {
         SmallVector<Value> sums = foldVisits(
-            tree, node, zeros, [&](Value visit, Value row, ValueRange partial) {
+            tree, node, zeros,
+            [&](Value visit, Value row, Value member, ValueRange partial) {
+              // The visits' rows are scattered over the batch: fetching
+              // the slab of a row a few visits ahead hides the wait for it
+              // behind this one's multiply-adds.
+              Value ahead = memberRowAhead(member, kPrefetchVisits);
+              for (Value column : columns)
+                memref::PrefetchOp::create(b, source, ValueRange{ahead, column},
+                                           /*isWrite=*/false,
+                                           /*localityHint=*/3,
+                                           /*isDataCache=*/true);
               Value factor =
                   emit.splat(memref::LoadOp::create(b, scale, visit));
               SmallVector<Value> next;
