@@ -4,8 +4,8 @@
 // why): the walk, threaded over rows; a counting sort of the visits by
 // node; and the weights' sums, threaded over column slabs. The scalar
 // lowering (convert-fff-to-loops) is this class as it is; the vector one
-// (convert-fff-trees-to-vector) overrides the two loops that do the
-// arithmetic, walkTree and accumulateSlab, and keeps the rest, so the two
+// (convert-fff-trees-to-vector) overrides the loops that do the arithmetic
+// (dot, addScaledRow, accumulateSlab) and keeps the rest, so the two walk,
 // group and order the sums alike.
 //
 //===----------------------------------------------------------------------===//
@@ -43,9 +43,15 @@ public:
   SmallVector<Value> build();
 
 protected:
-  /// One row's walk of one tree: records its visits, adds into dx[row]
-  /// (f32).
-  virtual void walkTree(Value row, Value tree, Value dx);
+  /// sum over j in [0, n) of lhs[lhsAt..., j] * rhs[rhsAt..., j], in f32
+  /// (the walk's two dot products per visit).
+  virtual Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs,
+                    ValueRange rhsAt);
+
+  /// acc[row, j] += scale * source[sourceAt..., j] for j in [0, n), acc f32
+  /// (the walk's dx update).
+  virtual void addScaledRow(Value acc, Value row, Value scale, Value source,
+                            ValueRange sourceAt, Value n);
 
   /// For every node, grad[tree, node, j] (f32) = the sum over its visits,
   /// in row order, of scale[visit] * source[row, j], for the columns j of
@@ -87,6 +93,7 @@ protected:
 
 private:
   Value walk();
+  void walkTree(Value row, Value tree, Value dx);
   void group();
   std::pair<Value, Value> accumulateWeights();
   Value accumulateInputBias();

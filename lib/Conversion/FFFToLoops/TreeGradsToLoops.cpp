@@ -104,44 +104,50 @@ Value TreeGradBuilder::walk() {
   return dx;
 }
 
+/// One row's walk of one tree: records its visits, adds into dx[row] (f32).
 void TreeGradBuilder::walkTree(Value row, Value tree, Value dx) {
   Value zero = f32Constant(b, 0.0);
   Value first = firstVisit(row, tree);
   lb.loop(s.levels, lb.index(0), [&](Value level, ValueRange carried) {
     Value node = carried[0];
-    Value logit = lb.dot(
-        s.inWidth,
-        [&](Value i) {
-          return lb.load(s.x, {row, i});
-        },
-        [&](Value i) {
-          return lb.load(s.wIn, {tree, node, i});
-        });
+    Value logit = dot(s.inWidth, s.x, {row}, s.wIn, {tree, node});
     if (s.bIn)
       logit = arith::AddFOp::create(b, logit, lb.load(s.bIn, {tree, node}));
     Value activated = buildActivation(b, b.getLoc(), op.getActivation(), logit);
     Value slope =
         buildActivationSlope(b, b.getLoc(), op.getActivation(), logit);
-    Value dyDotOut = lb.dot(
-        s.outWidth,
-        [&](Value j) {
-          return lb.load(s.dy, {row, j});
-        },
-        [&](Value j) {
-          return lb.load(s.wOut, {tree, node, j});
-        });
-    Value dl = arith::MulFOp::create(b, dyDotOut, slope);
+    Value dl = arith::MulFOp::create(
+        b, dot(s.outWidth, s.dy, {row}, s.wOut, {tree, node}), slope);
     Value visit = add(first, level);
     memref::StoreOp::create(b, node, s.visitedNode, visit);
     memref::StoreOp::create(b, dl, s.visitSlope, visit);
     memref::StoreOp::create(b, activated, s.visitActivation, visit);
-    lb.accumulateRow(dx, row, s.inWidth, dl, [&](Value i) {
-      return lb.load(s.wIn, {tree, node, i});
-    });
+    addScaledRow(dx, row, dl, s.wIn, {tree, node}, s.inWidth);
     // Exactly zero goes left, as in the forward.
     Value goRight =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
     return SmallVector<Value>{lb.child(node, goRight)};
+  });
+}
+
+/// `indices` followed by `j`.
+static SmallVector<Value> append(ValueRange indices, Value j) {
+  SmallVector<Value> all(indices);
+  all.push_back(j);
+  return all;
+}
+
+Value TreeGradBuilder::dot(Value n, Value lhs, ValueRange lhsAt, Value rhs,
+                           ValueRange rhsAt) {
+  return lb.dot(
+      n, [&](Value j) { return lb.load(lhs, append(lhsAt, j)); },
+      [&](Value j) { return lb.load(rhs, append(rhsAt, j)); });
+}
+
+void TreeGradBuilder::addScaledRow(Value acc, Value row, Value scale,
+                                   Value source, ValueRange sourceAt, Value n) {
+  lb.accumulateRow(acc, row, n, scale, [&](Value j) {
+    return lb.load(source, append(sourceAt, j));
   });
 }
 

@@ -5,8 +5,8 @@
 // with vector code where the arithmetic is:
 //
 // - the walk: each visit's two dot products (x . w_in, dy . w_out) into
-//   several f32 vector accumulators, and the dx row's update a vector at a
-//   time;
+//   several f32 vector accumulators (dot), and the dx row's update a vector
+//   at a time (addScaledRow);
 // - the weights' sums: a slab is `kSlabVectors` vectors of columns, held in
 //   registers while a node's visits are added into them (a multiply-add of
 //   the visit's scale and a vector of its x or dy row each), then stored
@@ -23,7 +23,6 @@
 #include "VectorEmitter.h"
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
-#include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -60,38 +59,18 @@ protected:
     return b.getDictionaryAttr(attrs);
   }
 
-  void walkTree(Value row, Value tree, Value dx) override {
-    Value zero = f32Constant(b, 0.0);
-    Value first = firstVisit(row, tree);
-    lb.loop(s.levels, lb.index(0), [&](Value level, ValueRange carried) {
-      Value node = carried[0];
-      Value logit = dot(s.inWidth, s.x, {row}, s.wIn, {tree, node});
-      if (s.bIn)
-        logit = arith::AddFOp::create(b, logit, lb.load(s.bIn, {tree, node}));
-      Value activated =
-          buildActivation(b, b.getLoc(), op.getActivation(), logit);
-      Value slope =
-          buildActivationSlope(b, b.getLoc(), op.getActivation(), logit);
-      Value dl = arith::MulFOp::create(
-          b, dot(s.outWidth, s.dy, {row}, s.wOut, {tree, node}), slope);
-      Value visit = add(first, level);
-      memref::StoreOp::create(b, node, s.visitedNode, visit);
-      memref::StoreOp::create(b, dl, s.visitSlope, visit);
-      memref::StoreOp::create(b, activated, s.visitActivation, visit);
-      Value dlLanes = emit.splat(dl);
-      auto update = [&](Value j, Value mask) {
-        Value weights = emit.load(s.wIn, {tree, node, j}, mask);
-        Value sum = vector::FMAOp::create(b, dlLanes, weights,
-                                          emit.load(dx, {row, j}, mask));
-        emit.store(sum, dx, {row, j}, mask);
-      };
-      emit.forEachStep(
-          s.inWidth, shape.lanes, [&](Value j) { update(j, Value()); }, update);
-      // Exactly zero goes left, as in the forward.
-      Value goRight =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
-      return SmallVector<Value>{lb.child(node, goRight)};
-    });
+  void addScaledRow(Value acc, Value row, Value scale, Value source,
+                    ValueRange sourceAt, Value n) override {
+    Value lanes = emit.splat(scale);
+    auto update = [&](Value j, Value mask) {
+      SmallVector<Value> at(sourceAt);
+      at.push_back(j);
+      Value sum = vector::FMAOp::create(b, lanes, emit.load(source, at, mask),
+                                        emit.load(acc, {row, j}, mask));
+      emit.store(sum, acc, {row, j}, mask);
+    };
+    emit.forEachStep(
+        n, shape.lanes, [&](Value j) { update(j, Value()); }, update);
   }
 
   void accumulateSlab(Value grad, Value source, Value scale, Value width,
@@ -134,9 +113,8 @@ protected:
     });
   }
 
-private:
-  /// sum over [0, n) of lhs[lhsAt..., j] * rhs[rhsAt..., j], in f32.
-  Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs, ValueRange rhsAt) {
+  Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs,
+            ValueRange rhsAt) override {
     auto at = [](ValueRange prefix, Value j) {
       SmallVector<Value> indices(prefix);
       indices.push_back(j);
@@ -150,6 +128,7 @@ private:
                        });
   }
 
+private:
   CPUVectorShape shape;
   VectorEmitter emit;
 };

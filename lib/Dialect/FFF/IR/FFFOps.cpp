@@ -379,17 +379,25 @@ static void requireNonEmptyRows(ShapeContract &contract) {
   contract.requireAtLeast("Dout", 1, "a tree layer needs an output row");
 }
 
+/// What tree_ffn and tree_ffn_grad require of their weights, after their
+/// rows are bound: K trees of the depth's N nodes, Din wide in and Dout out.
+static void bindTreeWeights(ShapeContract &contract, Value wIn, Value bIn,
+                            Value wOut, int64_t numNodes, int64_t depth) {
+  contract.bind("w_in", wIn, {"K", "N", "Din"});
+  contract.bind("b_in", bIn, {"K", "N"});
+  contract.bind("w_out", wOut, {"K", "N", "Dout"});
+  contract.require("N", numNodes,
+                   "depth " + Twine(depth) + " (N = 2^(depth+1)-1)");
+  contract.requireAtLeast("K", 1, "a tree layer needs at least one tree");
+  requireNonEmptyRows(contract);
+}
+
 ShapeContract TreeFFNOp::getShapeContract() {
   ShapeContract contract;
   contract.bind("input", getInput(), {"B", "Din"});
-  contract.bind("w_in", getWIn(), {"K", "N", "Din"});
-  contract.bind("b_in", getBIn(), {"K", "N"});
-  contract.bind("w_out", getWOut(), {"K", "N", "Dout"});
+  bindTreeWeights(contract, getWIn(), getBIn(), getWOut(), getNumNodes(),
+                  getDepth());
   contract.bind("b_out", getBOut(), {"Dout"});
-  contract.require("N", getNumNodes(),
-                   "depth " + Twine(getDepth()) + " (N = 2^(depth+1)-1)");
-  contract.requireAtLeast("K", 1, "a tree layer needs at least one tree");
-  requireNonEmptyRows(contract);
   return contract;
 }
 
@@ -441,13 +449,8 @@ ShapeContract TreeFFNGradOp::getShapeContract() {
   ShapeContract contract;
   contract.bind("grad_output", getGradOutput(), {"B", "Dout"});
   contract.bind("input", getInput(), {"B", "Din"});
-  contract.bind("w_in", getWIn(), {"K", "N", "Din"});
-  contract.bind("b_in", getBIn(), {"K", "N"});
-  contract.bind("w_out", getWOut(), {"K", "N", "Dout"});
-  contract.require("N", getNumNodes(),
-                   "depth " + Twine(getDepth()) + " (N = 2^(depth+1)-1)");
-  contract.requireAtLeast("K", 1, "a tree layer needs at least one tree");
-  requireNonEmptyRows(contract);
+  bindTreeWeights(contract, getWIn(), getBIn(), getWOut(), getNumNodes(),
+                  getDepth());
   return contract;
 }
 
