@@ -82,8 +82,8 @@ protected:
                                              Value member, ValueRange carried)>
                  body);
 
-  /// The row of the grouped visit `distance` after `member` (the last one's
-  /// past the end), to prefetch.
+  /// The row of the grouped visit `distance` after `member` (of the last
+  /// visit, near the end), to prefetch.
   Value memberRowAhead(Value member, int64_t distance);
 
   ImplicitLocOpBuilder &b;
