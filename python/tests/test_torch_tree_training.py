@@ -210,3 +210,40 @@ def test_an_empty_batch_gets_zero_weight_gradients():
     layer(x).sum().backward()
     assert x.grad.shape == (0, 12)
     assert all(p.grad is not None and not p.grad.any() for p in layer.parameters())
+
+
+def test_the_cpu_backward_routes_every_row_as_the_forward_kernel_did():
+    # Rows in the null space of every w_in row (64 wide, 63 nodes), nudged
+    # by 1e-7: each logit is within f32 rounding of 0, where another order
+    # of the sums (float64's, here) routes otherwise. The backward's kernel sums each
+    # logit as the forward's does (the same vector accumulators, in the same
+    # order), so it walks the forward's paths: the nodes whose weights get a
+    # gradient are those the forward visited.
+    depth, din = 5, 64
+    nodes = 2 ** (depth + 1) - 1
+    generator = torch.Generator().manual_seed(3)
+    w_in = torch.randn(1, nodes, din, generator=generator, dtype=torch.float64)
+    null = torch.linalg.svd(w_in[0]).Vh[-1]
+    rows = null + 1e-7 * torch.randn(40, din, generator=generator, dtype=torch.float64)
+    x, w_in = rows.float(), w_in.float()
+    # The forward's route: identity activation and one-hot output rows put
+    # node n's logit in column n when the row visited it, else 0.
+    probe = torch.eye(nodes).unsqueeze(0)
+    # (A logit of exactly 0 leaves its column 0: those rows' routes are seen
+    # in part.)
+    visited = fff.torch.tree_ffn(x, w_in, None, probe, None, depth, "identity") != 0
+    whole = visited.sum(1).eq(depth + 1)
+    assert whole.sum() >= 30
+    w_out = torch.randn(1, nodes, 8, generator=generator)
+    differs_from_float64 = 0
+    for row in range(x.shape[0]):
+        dy = torch.randn(1, 8, generator=generator)
+        grads = torch.ops.fff.tree_ffn_backward(dy, x[row:row + 1], w_in, None, w_out, None, depth, "identity")
+        touched = grads[1][0].abs().sum(-1) != 0
+        assert touched.sum() == depth + 1 and (touched | ~visited[row]).all(), row
+        if not whole[row]:
+            continue
+        nodes64, _ = tree_paths(x[row:row + 1].double(), w_in.double(), None, depth)
+        differs_from_float64 += not torch.equal(torch.zeros(nodes, dtype=torch.bool).index_fill(0, nodes64[0, 0], True),
+                                                visited[row])
+    assert differs_from_float64 > 0  # the case is as hard as meant

@@ -22,9 +22,10 @@ On CPU tensors of f32, f16 and bf16 this runs on fff's kernel of the
 dialect's fff.tree_ffn_grad (_kernels.tree_ffn_grad): each node's sums in
 row order, the same bits for any thread count. Elsewhere (f64, CUDA) and
 for double backward, tree_ffn_backward below computes it in torch ops. Both
-walk each row's path again (the forward saves nothing but its inputs), in
-their own arithmetic: a logit within rounding of 0 may route differently
-from the forward kernel's (both send exactly 0 left).
+walk each row's path again (the forward saves nothing but its inputs). The
+kernel sums each logit as the forward kernel does, so it takes the
+forward's paths; the torch ops sum in their own order, and a logit within
+rounding of 0 may route otherwise there (all send exactly 0 left).
 
 fff::leaf_tree_ffn: the hard-routed gradient, in torch ops. The chosen
 leaf's w1, b1, w2, b2 and x get gradients; the routing nodes get zero (a
