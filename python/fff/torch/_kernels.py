@@ -28,6 +28,8 @@ def target_of(device):
 
 @functools.lru_cache(maxsize=None)
 def executable(text, target, options):
+    """The compiled module of `text` for `target` (one per distinct op and
+    shape), shared by every layer and call that needs it."""
     return _compile(text, target=target, **dict(options))
 
 
