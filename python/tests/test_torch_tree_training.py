@@ -224,7 +224,7 @@ def test_the_cpu_backward_routes_every_row_as_the_forward_kernel_did():
     generator = torch.Generator().manual_seed(3)
     w_in = torch.randn(1, nodes, din, generator=generator, dtype=torch.float64)
     null = torch.linalg.svd(w_in[0]).Vh[-1]
-    rows = null + 1e-7 * torch.randn(40, din, generator=generator, dtype=torch.float64)
+    rows = null + 1e-7 * torch.randn(300, din, generator=generator, dtype=torch.float64)
     x, w_in = rows.float(), w_in.float()
     # The forward's route: identity activation and one-hot output rows put
     # node n's logit in column n when the row visited it, else 0.
@@ -233,7 +233,7 @@ def test_the_cpu_backward_routes_every_row_as_the_forward_kernel_did():
     # in part.)
     visited = fff.torch.tree_ffn(x, w_in, None, probe, None, depth, "identity") != 0
     whole = visited.sum(1).eq(depth + 1)
-    assert whole.sum() >= 30
+    assert whole.sum() >= 200
     w_out = torch.randn(1, nodes, 8, generator=generator)
     differs_from_float64 = 0
     for row in range(x.shape[0]):
@@ -246,4 +246,4 @@ def test_the_cpu_backward_routes_every_row_as_the_forward_kernel_did():
         nodes64, _ = tree_paths(x[row:row + 1].double(), w_in.double(), None, depth)
         differs_from_float64 += not torch.equal(torch.zeros(nodes, dtype=torch.bool).index_fill(0, nodes64[0, 0], True),
                                                 visited[row])
-    assert differs_from_float64 > 0  # the case is as hard as meant
+    assert differs_from_float64 >= 3  # the case is as hard as meant (17 of 300 here)
