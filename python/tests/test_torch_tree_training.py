@@ -247,3 +247,10 @@ def test_the_cpu_backward_routes_every_row_as_the_forward_kernel_did():
         differs_from_float64 += not torch.equal(torch.zeros(nodes, dtype=torch.bool).index_fill(0, nodes64[0, 0], True),
                                                 visited[row])
     assert differs_from_float64 >= 3  # the case is as hard as meant (17 of 300 here)
+
+
+@pytest.mark.parametrize("shape, dtype", [((4, 8), torch.float32), ((5, 3), torch.float32), ((5, 8), torch.bfloat16)])
+def test_a_backward_of_the_wrong_output_gradient_says_so(shape, dtype):
+    w, x = torch.randn(1, 7, 8), torch.randn(5, 8)
+    with pytest.raises(ValueError, match=r"fff::tree_ffn_backward's dy is .*expected \[5, 8\] torch.float32"):
+        torch.ops.fff.tree_ffn_backward(torch.randn(shape).to(dtype), x, w, None, w, None, 2, "gelu")

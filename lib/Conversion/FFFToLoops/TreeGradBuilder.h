@@ -29,7 +29,8 @@ struct TreeGradState {
   /// Per tree, the visits grouped by node: bucketStart[tree * (nodes + 1) +
   /// node] is where node's visits start in members[tree * rows * levels
   /// ...], which holds their flat indices in row order, and memberRows
-  /// their rows.
+  /// their rows (derivable, index / (trees * levels), but kept so that the
+  /// sums' inner loop divides nothing).
   Value bucketStart, members, memberRows;
 };
 

@@ -191,6 +191,10 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
                                                    torch.Tensor]:
     """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
     absent bias)."""
+    expected = (*x.shape[:-1], w_out.shape[2])
+    if tuple(dy.shape) != expected or dy.dtype != x.dtype:
+        raise ValueError(f"fff::tree_ffn_backward's dy is {list(dy.shape)} {dy.dtype}, expected "
+                         f"{list(expected)} {x.dtype} (the forward's output)")
     count_backward("tree_ffn_grad")
     grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation)
     return tuple(_present(g, x) for g in grads)
