@@ -1,6 +1,6 @@
 # Every kernel fff generates loads in the emulator: a representative set of
 # modules (the three norm strategies in f32, f16 and bf16, odd, large and
-# dynamic row sizes, the norms' backward kernels, a fused pre-LN unit, tree_ffn's latency and throughput
+# dynamic row sizes, the norms' and tree_ffn's backward kernels, a fused pre-LN unit, tree_ffn's latency and throughput
 # kernels across widths, tails, several trees and every activation, and
 # leaf_tree_ffn) is lowered with fff-opt --fff-gpu-pipeline, extracted with
 # fff-translate --fff-extract-ptx, loaded through cuModuleLoadData, and
@@ -20,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
 from cudadriver import CudaError, Driver
 from emulatortest import Checks
+from fffcheck import tree_ffn_grad_function
 
 emulator, fff_opt, fff_translate = sys.argv[1:]
 driver = Driver(emulator)
@@ -141,6 +142,9 @@ for activation in ("gelu", "gelu_tanh", "relu", "silu", "identity"):
     tree_ffn("bf16", 512, 512, depth=7, activation=activation, biases=activation != "relu")
 leaf_tree_ffn("bf16", 100, 3, 36, depth=3, activation="gelu")
 leaf_tree_ffn("f32", 768, 32, 768, depth=8)
+# tree_ffn's backward: its walk and its sort and sum kernels.
+functions.append(tree_ffn_grad_function("bf16", None, 768, 768, 1, 11, "gelu", True, True, True, name="tg_bf16"))
+functions.append(tree_ffn_grad_function("f32", None, 33, 20, 3, 4, "silu", True, False, False, name="tg_f32"))
 
 lowered = subprocess.run([fff_opt, "--fff-gpu-pipeline=chip=sm_90", "-"], input="\n".join(functions),
                          capture_output=True, text=True, check=True).stdout

@@ -17,6 +17,7 @@
 #include "RowView.h"
 #include "SublayerToGPU.h"
 #include "TreeFFNToGPU.h"
+#include "TreeGradToGPU.h"
 #include "UnitEvaluator.h"
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "fff/Conversion/Passes.h"
@@ -354,6 +355,8 @@ std::string whyNoGPUKernel(Operation *op) {
     return "has no GPU kernel yet: it contains " + unsupportedOnGPU(unit);
   if (isa<TreeFFNOp, LeafTreeFFNOp>(op))
     return "has no GPU kernel for " + whyTreeOpHasNoGPUKernel(op);
+  if (auto gradient = dyn_cast<TreeFFNGradOp>(op))
+    return "has no GPU kernel for " + whyTreeGradHasNoGPUKernel(gradient);
   return "has no GPU lowering yet";
 }
 
@@ -434,9 +437,13 @@ struct ConvertFFFToGPUPass
       return op->getParentOfType<FusionOp>() ||
              !whyTreeOpHasNoGPUKernel(op).empty();
     });
-    // Norm backward ops have GPU kernels and no twins.
+    // Backward ops have GPU kernels and no twins.
     target.addDynamicallyLegalOp<LayerNormGradOp, RMSNormGradOp>(
         [twin = bool(cpuTwin)](Operation *) { return twin; });
+    target.addDynamicallyLegalOp<TreeFFNGradOp>(
+        [twin = bool(cpuTwin)](TreeFFNGradOp op) {
+          return twin || !whyTreeGradHasNoGPUKernel(op).empty();
+        });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     (void)populateFFFToGPUPatterns(patterns, cpuTwin, treeVariant, treeStaging);
@@ -471,8 +478,10 @@ LogicalResult fff::populateFFFToGPUPatterns(RewritePatternSet &patterns,
     return failure();
   patterns.add<LayerNormToGPU, RMSNormToGPU, FusionToGPU>(patterns.getContext(),
                                                           cpuTwin);
-  if (!cpuTwin)
+  if (!cpuTwin) {
     populateNormGradsToGPUPatterns(patterns);
+    populateTreeGradToGPUPatterns(patterns);
+  }
   populateTreeOpsToGPUPatterns(patterns, *options);
   populateSublayerToGPUPatterns(patterns, *options);
   return success();

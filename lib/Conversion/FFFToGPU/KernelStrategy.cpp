@@ -180,6 +180,9 @@ DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
     fields.push_back(
         b.getNamedAttr("fused_row_bytes_per_token",
                        b.getI64IntegerAttr(fusedRowBytesPerToken)));
+  if (gradOutput)
+    fields.push_back(
+        b.getNamedAttr("grad_output", gradOutput->toAttr(context)));
   return b.getDictionaryAttr(fields);
 }
 
@@ -368,6 +371,54 @@ FailureOr<TreeStrategy> fff::selectTreeStrategy(const TreeShape &shape,
                                                   tokenBytes(s.tokensPerBlock))
                        : 0;
   return s;
+}
+
+namespace {
+/// The count and scatter kernels' threads, a block.
+constexpr int64_t kTreeGradSortThreads = 256;
+/// Row chunks of the counting sort: a thread each, so one block's worth
+/// per tree; more chunks would spread large batches wider but make every
+/// batch's scan longer.
+constexpr int64_t kTreeGradMaxChunks = 256;
+/// The counts (and then offsets) take 4 bytes per node and chunk: at most
+/// 16 MiB per tree, so a deep tree gets fewer chunks.
+constexpr int64_t kTreeGradMaxCountsPerTree = int64_t(1) << 22;
+/// The sums kernel: a thread per column, a block per node.
+constexpr int64_t kTreeGradSumThreads = 128;
+} // namespace
+
+DictionaryAttr TreeGradStrategy::phaseAttr(MLIRContext *context,
+                                           StringRef phase) const {
+  Builder b(context);
+  SmallVector<NamedAttribute> fields{
+      b.getNamedAttr("kind", b.getStringAttr("tree_grad_" + phase.str()))};
+  if (phase == "count" || phase == "scatter" || phase == "scan")
+    fields.push_back(
+        b.getNamedAttr("sort_chunks", b.getI64IntegerAttr(sortChunks)));
+  int64_t threads =
+      phase == "sums" || phase == "output_bias" ? sumThreads : sortThreads;
+  fields.push_back(b.getNamedAttr("threads", b.getI64IntegerAttr(threads)));
+  return b.getDictionaryAttr(fields);
+}
+
+FailureOr<TreeGradStrategy> fff::selectTreeGradStrategy(const TreeShape &shape,
+                                                        std::string &whyNot) {
+  // The walk is the forward's throughput kernel over x, with dx as its
+  // output rows; its input walk, and so its logits, are the forward's.
+  TreeShape walkShape = shape;
+  walkShape.outWidth = shape.inWidth;
+  FailureOr<TreeStrategy> walk = selectTreeStrategy(
+      walkShape, TreeStrategy::Variant::Throughput, /*staging=*/false, whyNot);
+  if (failed(walk))
+    return failure();
+  walk->gradOutput =
+      laneWalk(shape.outWidth, shape.elementType, kTreeInputLoadsPerStep / 2);
+  int64_t nodes = (int64_t(1) << shape.levels) - 1;
+  int64_t chunks = kTreeGradMaxChunks;
+  while (chunks > 1 && chunks * nodes > kTreeGradMaxCountsPerTree)
+    chunks /= 2;
+  return TreeGradStrategy{*walk, chunks, kTreeGradSortThreads,
+                          kTreeGradSumThreads};
 }
 
 DictionaryAttr ContractionStrategy::toAttr(MLIRContext *context) const {

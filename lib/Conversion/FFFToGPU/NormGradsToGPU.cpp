@@ -47,28 +47,6 @@ std::string kernelName(Operation *op, Type elementType,
   return name;
 }
 
-/// The kernel `spec` describes for `op`, found (a repeated layer's) or
-/// made with the body `emitBody` writes, given the thread's and block's ids;
-/// `parameters` are bound to the new kernel's arguments first.
-gpu::GPUFuncOp kernelFor(
-    RewriterBase &rewriter, Operation *op, const KernelSpec &spec,
-    const KernelParameters &parameters,
-    function_ref<void(ImplicitLocOpBuilder &, gpu::GPUFuncOp, Value, Value)>
-        emitBody) {
-  ValueRange operands = parameters.operands();
-  if (gpu::GPUFuncOp kernel = lookupKernelOfIdenticalOp(op, spec, operands))
-    return kernel;
-  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
-  parameters.bind(kernel);
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(&kernel.front());
-  ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
-  emitBody(kb, kernel, gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
-           gpu::BlockIdOp::create(kb, gpu::Dimension::x));
-  gpu::ReturnOp::create(kb);
-  return kernel;
-}
-
 /// Builds (or finds, for a repeated layer) the dx and partials kernel and
 /// launches it on `blocks` blocks.
 void launchGradKernel(RewriterBase &rewriter, ImplicitLocOpBuilder &b,

@@ -22,16 +22,16 @@
 using namespace mlir;
 using namespace fff;
 
+std::optional<int64_t> fff::staticDim(Value tensor, int64_t dim) {
+  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
+  return ShapedType::isDynamic(size) ? std::nullopt : std::optional(size);
+}
+
 //===----------------------------------------------------------------------===//
 // Host side
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-std::optional<int64_t> staticDim(Value tensor, int64_t dim) {
-  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
-  return ShapedType::isDynamic(size) ? std::nullopt : std::optional(size);
-}
 
 /// No tree kernel takes a tree count or a row width past this. Every size
 /// selectTreeStrategy derives (records per token, shared-memory bytes,
@@ -51,22 +51,25 @@ FailureOr<TreeShape> boundedShape(TreeShape shape, std::string &whyNot) {
   return shape;
 }
 
-/// The static shape of `op` the strategies depend on, or failure with the
-/// reason in `whyNot`.
-FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
+} // namespace
+
+FailureOr<TreeShape> fff::treeShapeOf(Operation *op, std::string &whyNot) {
   TreeShape shape;
-  Value input = op->getOperand(0);
+  auto gradient = dyn_cast<TreeFFNGradOp>(op);
+  Value input = gradient ? gradient.getInput() : op->getOperand(0);
   shape.inWidth = staticDim(input, 1);
   shape.elementType = getElementTypeOrSelf(input.getType());
-  if (auto tree = dyn_cast<TreeFFNOp>(op)) {
-    std::optional<int64_t> trees = staticDim(tree.getWIn(), 0);
+  if (isa<TreeFFNOp, TreeFFNGradOp>(op)) {
+    Value wIn = gradient ? gradient.getWIn() : cast<TreeFFNOp>(op).getWIn();
+    Value wOut = gradient ? gradient.getWOut() : cast<TreeFFNOp>(op).getWOut();
+    std::optional<int64_t> trees = staticDim(wIn, 0);
     if (!trees) {
       whyNot = "a dynamic number of trees";
       return failure();
     }
-    shape.outWidth = staticDim(tree.getWOut(), 2);
+    shape.outWidth = staticDim(wOut, 2);
     shape.trees = *trees;
-    shape.levels = tree.getDepth() + 1;
+    shape.levels = cast<IntegerAttr>(op->getAttr("depth")).getInt() + 1;
     shape.hiddenWidth = 0;
     return boundedShape(shape, whyNot);
   }
@@ -82,6 +85,8 @@ FailureOr<TreeShape> shapeOf(Operation *op, std::string &whyNot) {
   shape.hiddenWidth = *width;
   return boundedShape(shape, whyNot);
 }
+
+namespace {
 
 /// Rows of a [n, m, width] weight tensor, as an [n * m, width] buffer.
 Value rowsOf(ImplicitLocOpBuilder &b, Value tensor) {
@@ -105,7 +110,7 @@ Value asIs(ImplicitLocOpBuilder &b, Value tensor) {
 FailureOr<SmallVector<TreeStrategy>>
 fff::treeStrategiesFor(Operation *op, const TreeKernelOptions &options,
                        int64_t fusedRowBytesPerToken, std::string &whyNot) {
-  FailureOr<TreeShape> shape = shapeOf(op, whyNot);
+  FailureOr<TreeShape> shape = treeShapeOf(op, whyNot);
   if (failed(shape))
     return failure();
   shape->fusedRowBytesPerToken = fusedRowBytesPerToken;

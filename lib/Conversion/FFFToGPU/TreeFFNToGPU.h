@@ -32,6 +32,15 @@ parseTreeKernelOptions(bool cpuTwin, llvm::StringRef treeVariant, bool staging);
 void populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns,
                                   const TreeKernelOptions &options);
 
+/// The size of `tensor`'s dim `dim`, or nullopt when dynamic.
+std::optional<int64_t> staticDim(mlir::Value tensor, int64_t dim);
+
+/// The static shape of the tree op `op` (tree_ffn, tree_ffn_grad or
+/// leaf_tree_ffn) that the strategies depend on, or failure with the reason
+/// in `whyNot`.
+llvm::FailureOr<TreeShape> treeShapeOf(mlir::Operation *op,
+                                       std::string &whyNot);
+
 /// Why the tree op `op` has no GPU kernel, or "" when it has one.
 std::string whyTreeOpHasNoGPUKernel(mlir::Operation *op);
 

@@ -130,6 +130,9 @@ private:
     inVectors = arith::DivUIOp::create(b, p.inWidth, index(s.in.vectorWidth));
     outVectors =
         arith::DivUIOp::create(b, p.outWidth, index(s.out.vectorWidth));
+    if (p.isGradientWalk())
+      gradVectors = arith::DivUIOp::create(b, p.gradient.gradWidth,
+                                           index(s.gradOutput->vectorWidth));
   }
 
   /// This thread's share of copying the staged rows (the top levels of
@@ -266,16 +269,31 @@ private:
   SmallVector<Value> dotPartials(Value lane, Value weights,
                                  ArrayRef<Value> rows) {
     int64_t width = s.in.vectorWidth;
+    return rowDotPartials(
+        lane, s.in, inVectors, staticVectors(p.staticInWidth, width), weights,
+        rows, [&](int64_t i, Value chunk) {
+          return gpuInput.empty() ? inputVector(chunk) : gpuInput[i];
+        });
+  }
+
+  /// The same over a row that `walk` covers, whose vector `i` of a step (at
+  /// `chunk`) `leftVector` gives.
+  SmallVector<Value>
+  rowDotPartials(Value lane, const TreeStrategy::LaneWalk &walk, Value vectors,
+                 std::optional<int64_t> staticVectors, Value weights,
+                 ArrayRef<Value> rows,
+                 function_ref<Value(int64_t i, Value chunk)> leftVector) {
+    int64_t width = walk.vectorWidth;
     SmallVector<Value> inits(rows.size(), zeros(width));
     SmallVector<Value> accs = walkRow(
-        lane, s.in, inVectors, staticVectors(p.staticInWidth, width), inits,
-        [&](ArrayRef<LaneVector> vectors, ValueRange in) {
+        lane, walk, vectors, staticVectors, inits,
+        [&](ArrayRef<LaneVector> laneVectors, ValueRange in) {
           SmallVector<Value> accs(in);
-          for (auto [i, v] : llvm::enumerate(vectors)) {
-            Value x = gpuInput.empty() ? inputVector(v.chunk) : gpuInput[i];
+          for (auto [i, v] : llvm::enumerate(laneVectors)) {
+            Value left = leftVector(i, v.chunk);
             Value col = column(v.chunk, width);
             for (auto [acc, row] : llvm::zip(accs, rows)) {
-              Value next = fma(x, loadVector(weights, row, col, width), acc);
+              Value next = fma(left, loadVector(weights, row, col, width), acc);
               acc = v.inRow ? arith::SelectOp::create(b, v.inRow, next, acc)
                             : next;
             }
@@ -346,13 +364,47 @@ private:
     return logits;
   }
 
-  /// Records `node` (tree_ffn) at `level` with act(logit).
+  /// Records `node` (tree_ffn) at `level` with act(logit), or, in the
+  /// gradient walk, with dl, and stores the visit.
   void visit(const TreeWalk &walk, Value level, Value node, Value logit) {
     if (!walk.firstEntry)
       return;
-    record(arith::AddIOp::create(b, walk.firstEntry, level),
-           arith::AddIOp::create(b, walk.treeBase, node),
-           buildActivation(b, b.getLoc(), p.activation, logit));
+    Value entry = arith::AddIOp::create(b, walk.firstEntry, level);
+    Value row = arith::AddIOp::create(b, walk.treeBase, node);
+    Value activation = buildActivation(b, b.getLoc(), p.activation, logit);
+    if (!p.isGradientWalk()) {
+      record(entry, row, activation);
+      return;
+    }
+    const TreeProblem::GradientWalk &g = p.gradient;
+    const TreeStrategy::LaneWalk &dyWalk = *s.gradOutput;
+    Value dyDot = groupSum([&](Value lane) {
+      return rowDotPartials(
+          lane, dyWalk, gradVectors,
+          staticVectors(g.staticGradWidth, dyWalk.vectorWidth), g.gradWeights,
+          {row}, [&](int64_t, Value chunk) {
+            return loadVector(g.gradOutput, token,
+                              column(chunk, dyWalk.vectorWidth),
+                              dyWalk.vectorWidth);
+          })[0];
+    });
+    Value dl =
+        mul(dyDot, buildActivationSlope(b, b.getLoc(), p.activation, logit));
+    record(entry, row, dl);
+    // Every lane holds the visit; one stores it.
+    auto store = [&] {
+      ValueRange at{token, entry};
+      memref::StoreOp::create(
+          b, arith::IndexCastOp::create(b, b.getI32Type(), node), g.visitNodes,
+          at);
+      memref::StoreOp::create(b, dl, g.visitGrads, at);
+      memref::StoreOp::create(b, activation, g.visitActivations, at);
+    };
+    if (!onGPU())
+      return store();
+    Value firstLane =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, gpuLane, index(0));
+    inside(scf::IfOp::create(b, firstLane).getThenRegion(), store);
   }
 
   Value goesRight(const TreeWalk &walk, Value logit) {
@@ -621,6 +673,8 @@ private:
   const TreeStrategy &s;
   const TreeProblem &p;
   Value token, inVectors, outVectors;
+  /// Vectors of a dy row, in the gradient walk.
+  Value gradVectors;
   /// The token's warp in its block on the GPU, 0 in the twin.
   Value slot;
   /// leaf_tree_ffn's leaf, once routed (null for tree_ffn).

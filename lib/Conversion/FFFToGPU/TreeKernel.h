@@ -69,6 +69,22 @@ struct TreeProblem {
   /// token.
   bool inputInSlots = false, outputInSlots = false;
   TreeTokenHooks hooks;
+
+  /// fff.tree_ffn_grad's walk (TreeGradToGPU.cpp), with the strategy's
+  /// `gradOutput` walk: outWeights are w_in's rows and output is dx. Each
+  /// visit also sums dot(dy[token], w_out[node]), records
+  /// dl = that * act'(logit) as its coefficient, and stores its node, dl
+  /// and act(logit) at [token, tree * levels + level]. Null otherwise.
+  struct GradientWalk {
+    mlir::Value gradOutput;  // dy [B, Dout]
+    mlir::Value gradWeights; // w_out [K * N, Dout]
+    mlir::Value gradWidth;   // Dout
+    std::optional<int64_t> staticGradWidth;
+    mlir::Value visitNodes;       // [B, K * levels] i32, within the tree
+    mlir::Value visitGrads;       // [B, K * levels] f32: dl
+    mlir::Value visitActivations; // [B, K * levels] f32: act(logit)
+  } gradient;
+  bool isGradientWalk() const { return bool(gradient.gradOutput); }
 };
 
 /// The body of a tree kernel: `threadId`, `blockId` and `blocks` are the

@@ -111,3 +111,22 @@ void fff::launchKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
       gpu::KernelDim3{arith::ConstantIndexOp::create(b, threads), one, one},
       /*dynamicSharedMemorySize=*/Value(), operands);
 }
+
+gpu::GPUFuncOp fff::kernelFor(
+    RewriterBase &rewriter, Operation *op, const KernelSpec &spec,
+    const KernelParameters &parameters,
+    function_ref<void(ImplicitLocOpBuilder &, gpu::GPUFuncOp, Value, Value)>
+        emitBody) {
+  ValueRange operands = parameters.operands();
+  if (gpu::GPUFuncOp kernel = lookupKernelOfIdenticalOp(op, spec, operands))
+    return kernel;
+  gpu::GPUFuncOp kernel = createKernel(rewriter, op, spec, operands);
+  parameters.bind(kernel);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&kernel.front());
+  ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
+  emitBody(kb, kernel, gpu::ThreadIdOp::create(kb, gpu::Dimension::x),
+           gpu::BlockIdOp::create(kb, gpu::Dimension::x));
+  gpu::ReturnOp::create(kb);
+  return kernel;
+}

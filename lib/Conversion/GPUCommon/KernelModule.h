@@ -69,6 +69,16 @@ mlir::gpu::GPUFuncOp lookupKernelOfIdenticalOp(mlir::Operation *op,
                                                const KernelSpec &spec,
                                                mlir::ValueRange operands);
 
+/// The kernel `spec` describes for `op`, found (a repeated layer's) or made,
+/// its body written by `emitBody` given the thread's and the block's ids;
+/// `parameters` are bound to the kernel's arguments first.
+mlir::gpu::GPUFuncOp kernelFor(
+    mlir::RewriterBase &rewriter, mlir::Operation *op, const KernelSpec &spec,
+    const KernelParameters &parameters,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::gpu::GPUFuncOp,
+                            mlir::Value threadId, mlir::Value blockId)>
+        emitBody);
+
 /// Drops what createKernel recorded for lookupKernelOfIdenticalOp; a
 /// conversion pass calls it once it is done.
 void forgetKernelSources(mlir::Operation *root);

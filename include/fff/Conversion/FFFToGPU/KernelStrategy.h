@@ -191,6 +191,10 @@ struct TreeStrategy {
   int64_t fusedRowBytesPerToken;
   /// Register budget per thread handed to ptxas (`.maxnreg`).
   int64_t maxRegisters;
+  /// fff.tree_ffn_grad's walk only: how a lane covers dy and the rows of
+  /// w_out for each visit's dot(dy, w_out[node]). Its `out` rows are then
+  /// dx and the rows of w_in.
+  std::optional<LaneWalk> gradOutput;
 
   static llvm::StringRef variantName(Variant variant);
   int64_t threadsPerBlock() const { return kWarpSize * tokensPerBlock; }
@@ -215,6 +219,42 @@ llvm::FailureOr<TreeStrategy> selectTreeStrategy(const TreeShape &shape,
                                                  TreeStrategy::Variant variant,
                                                  bool staging,
                                                  std::string &whyNot);
+
+/// How `fff.tree_ffn_grad` maps onto kernels, deterministic by
+/// construction (no atomics: the bits depend on the shape alone):
+///
+///  1. walk: the forward's throughput kernel, a warp per token, routing with
+///     the forward's dot products (so it takes the forward kernel's paths
+///     bit for bit). Each visit also takes dot(dy, w_out[node]) and records
+///     dl = that * act'(logit); the output phase sums dl * w_in[node] into
+///     dx. Every visit's node, dl and act(logit) is stored for the sums.
+///  2. count: `sortThreads`-thread blocks, a thread per (tree, chunk): the
+///     rows are cut into `sortChunks` contiguous chunks, and each thread
+///     counts its chunk's visits per node.
+///  3. scan: a block per tree turns the counts, node-major, into each
+///     (node, chunk)'s first slot: a stable counting sort's offsets.
+///  4. scatter: the count's threads place their chunk's visits, in row
+///     order, at those slots: each node's visits, in row order.
+///  5. sums: a block per node, a thread per column (`sumThreads`), sums
+///     dl * x and act * dy over the node's visits in row order into
+///     dw_in and dw_out; one thread sums db_in.
+///  6. output bias: a thread per column sums dy over the rows, in row order.
+struct TreeGradStrategy {
+  TreeStrategy walk;
+  int64_t sortChunks;
+  int64_t sortThreads;
+  int64_t sumThreads;
+
+  /// The strategy of the kernel `phase` (count, scan, scatter, sums,
+  /// output_bias) records; the walk records `walk`'s.
+  mlir::DictionaryAttr phaseAttr(mlir::MLIRContext *context,
+                                 llvm::StringRef phase) const;
+};
+
+/// Chooses the strategy of fff.tree_ffn_grad for `shape` (a tree_ffn's);
+/// fails, with the reason in `whyNot`, where the walk has no kernel.
+llvm::FailureOr<TreeGradStrategy> selectTreeGradStrategy(const TreeShape &shape,
+                                                         std::string &whyNot);
 
 /// A contraction (matmul, batch matmul, or a linalg.generic that multiplies
 /// and accumulates over one reduction dim) as tiles of its output. Each

@@ -1,0 +1,69 @@
+//===- TreeGradKernels.h - fff.tree_ffn_grad's sort and sum kernels -*- C++
+//-*-===//
+//
+// The kernels of fff.tree_ffn_grad after its walk (TreeGradStrategy in
+// KernelStrategy.h): a stable counting sort of every tree's visits by node,
+// then each node's weight gradients summed over its visits in row order,
+// and db_out. The walk itself is the tree kernel's gradient walk
+// (TreeKernel.h). All are GPU code only: no twins.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FFF_LIB_CONVERSION_FFFTOGPU_TREEGRADKERNELS_H
+#define FFF_LIB_CONVERSION_FFFTOGPU_TREEGRADKERNELS_H
+
+#include "fff/Conversion/FFFToGPU/KernelStrategy.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fff {
+
+/// The buffers of one tree_ffn_grad after its walk. A visit of row r to
+/// tree k at level l is stored at [r, k * levels + l] of the visit buffers.
+struct TreeGradProblem {
+  int64_t trees, nodesPerTree, levels;
+  mlir::Type elementType;
+  mlir::Value input, gradOutput; // x [B, Din], dy [B, Dout]
+  mlir::Value visitNodes, visitGrads, visitActivations; // [B, K * levels]
+  /// [K * N * chunks] i32: the visits of each (tree, node, chunk), then the
+  /// slot of its first one in `members`.
+  mlir::Value counts;
+  /// [K * (N + 1)] i32: where each node's visits start in its tree's row of
+  /// `members`, and the tree's visit count last.
+  mlir::Value bucketStarts;
+  /// [K, B * levels] i32: each tree's visits (r * levels + l), grouped by
+  /// node, in row order within a node.
+  mlir::Value members;
+  /// dw_in [K * N, Din], dw_out [K * N, Dout]; db_in [K * N] and db_out
+  /// [Dout] or null.
+  mlir::Value gradInWeights, gradOutWeights, gradInBias, gradOutBias;
+  /// Index values: the batch, the rows of a chunk, the widths.
+  mlir::Value rows, rowsPerChunk, inWidth, outWidth;
+};
+
+/// The bodies of the kernels after the walk, in launch order; `threadId`
+/// and `blockId` are the thread's. The scan takes `sortThreads` i32 of
+/// workgroup memory.
+void emitTreeGradCount(mlir::ImplicitLocOpBuilder &b,
+                       const TreeGradStrategy &strategy,
+                       const TreeGradProblem &problem, mlir::Value threadId,
+                       mlir::Value blockId);
+void emitTreeGradScan(mlir::ImplicitLocOpBuilder &b,
+                      const TreeGradStrategy &strategy,
+                      const TreeGradProblem &problem, mlir::Value threadId,
+                      mlir::Value blockId, mlir::Value shared);
+void emitTreeGradScatter(mlir::ImplicitLocOpBuilder &b,
+                         const TreeGradStrategy &strategy,
+                         const TreeGradProblem &problem, mlir::Value threadId,
+                         mlir::Value blockId);
+void emitTreeGradSums(mlir::ImplicitLocOpBuilder &b,
+                      const TreeGradStrategy &strategy,
+                      const TreeGradProblem &problem, mlir::Value threadId,
+                      mlir::Value blockId);
+void emitTreeGradOutputBias(mlir::ImplicitLocOpBuilder &b,
+                            const TreeGradStrategy &strategy,
+                            const TreeGradProblem &problem,
+                            mlir::Value threadId, mlir::Value blockId);
+
+} // namespace fff
+
+#endif // FFF_LIB_CONVERSION_FFFTOGPU_TREEGRADKERNELS_H
