@@ -358,7 +358,14 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
       each block sums a fixed range of rows in order), and
       `..._column_sums`, launched only where a parameter gradient is used,
       which adds the partial rows in block order. No atomics: the same bits
-      on every run.
+      on every run;
+    - `fff.tree_ffn_grad`: six kernels, `tree_ffn_grad_<type>_<Din>x<Dout>_
+      depth<d>[_trees<k>]_<phase>`: the walk (the forward's throughput
+      kernel, whose visits also take dot(dy, w_out[node]), record dl and
+      sum dx), a stable counting sort of each tree's visits by node
+      (`count`, `scan`, `scatter`), the weight sums (`sums`, a block per
+      node, each column summed over the node's visits in row order) and
+      `output_bias`. No atomics: the same bits on every run.
 
     Transcendental math in kernels (erf, tanh, exp in activations and fused
     epilogues) becomes MLIR's f32 polynomial approximations, so no kernel
@@ -372,7 +379,7 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
     reduction replaying the GPU's shuffle butterfly on a buffer, and the
     same math approximations. The CPU pipeline runs it with `gpu-twin`, and
     `fff-run --gpu-twin` executes it, which is how the tests check each
-    kernel's arithmetic without a GPU. Ops without a kernel, and the norm
+    kernel's arithmetic without a GPU. Ops without a kernel, and the
     backward ops (whose kernels have no twin; the emulator runs them), are
     left for the CPU lowering.
   }];
