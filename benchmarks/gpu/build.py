@@ -16,6 +16,9 @@ with scripts/fff-aot.sh into benchmarks/gpu/out/:
   - fff_norm_grads.so: the norms' backward (layer_norm_grad with dgamma
     and dbeta, rms_norm_grad with dgamma from the forward's rstd) per
     (op, dtype, hidden size);
+  - fff_tree_grads.so: tree training steps (tree_grad_check.py): per
+    layer, its tree_ffn and its tree_ffn_grad (dx, every weight's and
+    bias's gradient);
   - manifest.json: each function's signature, for device_check.py.
 
     python3 benchmarks/gpu/build.py [--out benchmarks/gpu/out] [--chip sm_90]
@@ -145,6 +148,33 @@ for op in ("layer_norm", "rms_norm"):
             grad_manifest.append({"function": name, "op": op, "dtype": dtype, "hidden": hidden,
                                   "epsilon": EPSILON, "args": args})
 
+# Tree training steps: (name, dtype, trees, depth), 768 wide, GELU, both
+# biases: UltraFastBERT-1x11 and four trees of depth 8.
+TREE_GRADS = (("tree_ffn_grad_bf16_1x11", "bf16", 1, 11), ("tree_ffn_grad_f32_1x11", "f32", 1, 11),
+              ("tree_ffn_grad_bf16_4x8", "bf16", 4, 8))
+TREE_GRAD_WIDTH = 768
+tree_grad_functions, tree_grad_manifest = [], []
+for name, dtype, trees, depth in TREE_GRADS:
+    nodes = 2 ** (depth + 1) - 1
+    x = f"tensor<?x{TREE_GRAD_WIDTH}x{dtype}>"
+    w, b_in = f"tensor<{trees}x{nodes}x{TREE_GRAD_WIDTH}x{dtype}>", f"tensor<{trees}x{nodes}x{dtype}>"
+    b_out = f"tensor<{TREE_GRAD_WIDTH}x{dtype}>"
+    attrs = f"{{depth = {depth} : i64}}"
+    forward = name.replace("_grad", "_forward")
+    tree_grad_functions.append(
+        f"func.func @{forward}(%x: {x}, %wi: {w}, %bi: {b_in}, %wo: {w}, %bo: {b_out}) -> {x} {{\n"
+        f"  %y = fff.tree_ffn %x, %wi bias(%bi : {b_in}), %wo bias(%bo : {b_out}) {attrs} : {x}, {w}, {w}\n"
+        f"  return %y : {x}\n}}\n"
+        f"func.func @{name}(%dy: {x}, %x: {x}, %wi: {w}, %bi: {b_in}, %wo: {w}) -> ({x}, {w}, {w}, {b_in}, {b_out}) {{\n"
+        f"  %dx, %dwi, %dwo, %dbi, %dbo = fff.tree_ffn_grad %dy, %x, %wi bias(%bi : {b_in}), %wo bias_grad {attrs} "
+        f": {x}, {x}, {w}, {w}\n"
+        f"  return %dx, %dwi, %dwo, %dbi, %dbo : {x}, {w}, {w}, {b_in}, {b_out}\n}}\n")
+    tree_grad_manifest.append({"function": name, "forward": forward, "dtype": dtype, "trees": trees, "depth": depth,
+                               "width": TREE_GRAD_WIDTH,
+                               "forward_args": ["x", "w_in", "b_in", "w_out", "b_out", "y"],
+                               "args": ["dy", "x", "w_in", "b_in", "w_out", "dx", "dw_in", "dw_out", "db_in",
+                                        "db_out"]})
+
 os.makedirs(options.out, exist_ok=True)
 
 
@@ -161,13 +191,16 @@ for suffix, pipeline_options in TREE_LIBRARIES.items():
     build("fff_trees" + suffix, "\n".join(tree_functions), pipeline_options)
 build("fff_sublayers", "\n".join(sublayer_functions), "")
 build("fff_norm_grads", "\n".join(grad_functions), "")
+build("fff_tree_grads", "\n".join(tree_grad_functions), "")
 with open(os.path.join(options.out, "manifest.json"), "w") as f:
     json.dump({"library": "fff_norms.so", "chip": options.chip, "functions": manifest,
                "tree_libraries": {suffix.lstrip("_") or "auto": f"fff_trees{suffix}.so" for suffix in TREE_LIBRARIES},
                "tree_functions": tree_manifest,
                "sublayer_library": "fff_sublayers.so", "sublayer_functions": sublayer_manifest,
-               "grad_library": "fff_norm_grads.so", "grad_functions": grad_manifest}, f, indent=1)
+               "grad_library": "fff_norm_grads.so", "grad_functions": grad_manifest,
+               "tree_grad_library": "fff_tree_grads.so", "tree_grad_functions": tree_grad_manifest}, f, indent=1)
 print(f"built {len(manifest)} norm functions into {options.out}/fff_norms.so, "
       f"{len(tree_manifest)} tree functions into {len(TREE_LIBRARIES)} fff_trees*.so and "
       f"{len(sublayer_manifest)} sublayer functions into fff_sublayers.so and "
-      f"{len(grad_manifest)} norm backward functions into fff_norm_grads.so")
+      f"{len(grad_manifest)} norm backward functions into fff_norm_grads.so and "
+      f"{len(tree_grad_manifest)} tree training steps into fff_tree_grads.so")

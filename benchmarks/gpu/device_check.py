@@ -12,6 +12,9 @@ user would otherwise run.
   - the norms' backward (norm_grad_check.py): against a copy of the same
     bytes, PyTorch eager's backward kernels, torch.compile of the same
     backward, and Liger Kernel's where it is installed;
+  - tree training steps (tree_grad_check.py): fff's tree_ffn and
+    tree_ffn_grad against the authors' masked dense layer under eager and
+    torch.compile, and the dense feedforward's step;
   - FFN sublayers, each one fused kernel (pre-LN x + tree(LN(x)), post-LN
     LN(x + tree(x))), and a whole pre-LN block of two sublayers: against
     the same math in PyTorch eager and torch.compile, and against the dense
@@ -50,7 +53,8 @@ parser.add_argument("--quick", action="store_true", help="one row count, fewer r
 parser.add_argument("--rows", type=int, nargs="*", default=[4096, 16384, 32768])
 parser.add_argument("--batches", type=int, nargs="*", default=[1, 16, 256, 4096, 16384],
                     help="tokens per tree layer call")
-parser.add_argument("--only", choices=["norms", "norm_grads", "trees", "sublayers"], help="run one part")
+parser.add_argument("--only", choices=["norms", "norm_grads", "trees", "tree_grads", "sublayers"],
+                    help="run one part")
 parser.add_argument("--emulate", nargs="?", metavar="DRIVER",
                     const=os.path.join(here, "..", "..", "build", "lib", "libfff_cuda_emulator.so"),
                     help="run on fff's PTX emulator (tiny shapes, no timing)")
@@ -76,11 +80,14 @@ library = load(manifest["library"])
 tree_libraries = {variant: load(name) for variant, name in manifest["tree_libraries"].items()}
 sublayer_library = load(manifest["sublayer_library"])
 grad_library = load(manifest["grad_library"])
+tree_grad_library = load(manifest["tree_grad_library"])
 missing = [f["function"] for f in manifest["functions"] if not hasattr(library, f["function"])]
 missing += [f"{f['function']} ({variant})" for f in manifest["tree_functions"]
             for variant, lib in tree_libraries.items() if not hasattr(lib, f["function"])]
 missing += [f["function"] for f in manifest["sublayer_functions"] if not hasattr(sublayer_library, f["function"])]
 missing += [f["function"] for f in manifest["grad_functions"] if not hasattr(grad_library, f["function"])]
+missing += [name for f in manifest["tree_grad_functions"] for name in (f["function"], f["forward"])
+            if not hasattr(tree_grad_library, name)]
 if missing:
     sys.exit(f"the libraries lack {missing}")
 if options.list:
@@ -98,6 +105,8 @@ if options.list:
           f"({manifest['chip']})")
     print(f"{len(manifest['grad_functions'])} norm backward functions exported by {manifest['grad_library']} "
           f"({manifest['chip']})")
+    print(f"{len(manifest['tree_grad_functions'])} tree training steps exported by "
+          f"{manifest['tree_grad_library']} ({manifest['chip']})")
     sys.exit(0)
 
 import torch  # noqa: E402  (only the GPU run needs it)
@@ -183,7 +192,7 @@ def set_stream(stream):
     """fff's runtime launches on this stream; each library has its own."""
     if emulator:
         return
-    for lib in [library, *tree_libraries.values(), sublayer_library, grad_library]:
+    for lib in [library, *tree_libraries.values(), sublayer_library, grad_library, tree_grad_library]:
         lib.fffSetStream(ctypes.c_void_p(stream.cuda_stream))
 
 
@@ -679,8 +688,10 @@ def main():
     device = f"fff's PTX emulator ({options.emulate}), nothing timed" if emulator else torch.cuda.get_device_name()
     print(f"device: {device}, torch {torch.__version__}")
     import norm_grad_check
-    parts = {"norms": run_norms, "norm_grads": lambda: norm_grad_check.run(sys.modules[__name__]),
-             "trees": run_trees, "sublayers": run_sublayers}
+    import tree_grad_check
+    harness = sys.modules[__name__]
+    parts = {"norms": run_norms, "norm_grads": lambda: norm_grad_check.run(harness), "trees": run_trees,
+             "tree_grads": lambda: tree_grad_check.run(harness), "sublayers": run_sublayers}
     wrong = []
     for name, run_part in parts.items():
         if options.only in (None, name):

@@ -2,8 +2,8 @@
 # fff's PTX emulator, with torch on the CPU and tiny shapes. Every norm and
 # tree library of the build is called through the harness's own argument
 # marshalling and checked against its float64 references, as are the norms'
-# backward, the fused sublayers and the whole pre-LN block; nothing is
-# timed.
+# backward, the tree layers' training steps, the fused sublayers and the
+# whole pre-LN block; nothing is timed.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && %python %fff_src_root/benchmarks/gpu/build.py --out %t > /dev/null
@@ -20,6 +20,10 @@
 # CHECK: | tree_ffn_f32_768_depth11 B=3 | yes
 # CHECK: | tree_ffn_bf16_4096_depth15 | skipped: {{[0-9]+}} MB of weights is too much to emulate
 # CHECK: | leaf_tree_ffn_bf16_768_depth8 B=3 | yes
+# CHECK: | tree_ffn_grad_bf16_1x11 B=3 | yes
+# CHECK: | tree_ffn_grad_f32_1x11 B=3 | yes
+# CHECK: | tree_ffn_grad_bf16_4x8 B=3 | yes
+# CHECK: 3 tree training cases; wrong: 0
 # CHECK: | pre_ln_tree_ffn_bf16_768_depth11 B=1 | yes
 # CHECK: | post_ln_tree_ffn_f32_768_depth11 B=3 | yes
 # CHECK: | pre_ln_block B=3 | yes
