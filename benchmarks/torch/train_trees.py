@@ -4,6 +4,7 @@ authors' masked dense formulation (eager and torch.compile) and a dense
 feedforward's, on the CPU, in one run, same threads.
 
     PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train_trees.py [--quick]
+        [--batches B ...] [--layers 1x11 4x8] [--dtypes float32 bfloat16]
 
 Layers, each 768 wide in and out:
 - UltraFastBERT-1x11: one tree of depth 11 (4095 neurons, 12 on a path);
@@ -44,11 +45,14 @@ import fff.torch
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--quick", action="store_true", help="batch 128 and 1024 only, fewer repetitions")
 parser.add_argument("--threads", type=int, default=os.cpu_count())
+parser.add_argument("--batches", type=int, nargs="+", help="batch sizes (default 128, 4096, 16384)")
+parser.add_argument("--layers", nargs="+", choices=["1x11", "4x8"], help="layers (default both)")
+parser.add_argument("--dtypes", nargs="+", choices=["float32", "bfloat16"], help="dtypes (default both)")
 options = parser.parse_args()
 torch.set_num_threads(options.threads)
-BATCHES = [128, 1024] if options.quick else [128, 4096, 16384]
-LAYERS = [("1x11", 1, 11), ("4x8", 4, 8)]
-DTYPES = [torch.float32, torch.bfloat16]
+BATCHES = options.batches or ([128, 1024] if options.quick else [128, 4096, 16384])
+LAYERS = [layer for layer in [("1x11", 1, 11), ("4x8", 4, 8)] if layer[0] in (options.layers or ["1x11", "4x8"])]
+DTYPES = [getattr(torch, name) for name in options.dtypes or ["float32", "bfloat16"]]
 WIDTH, DENSE_HIDDEN = 768, 3072
 
 
