@@ -263,6 +263,23 @@ def stable_rows(x, weights, decisions):
     return np.all(np.abs(per_row) > margin[:, None], axis=1)
 
 
+
+def stable_tree_inputs(rng, rows, din, dtype, w_in, b_in, depth):
+    """(storage, values) of x [rows, din] for a tree_ffn with w_in and b_in
+    (may be None), whose every routing decision is clear of f32 rounding
+    (unstable rows are drawn again), so that a kernel and a float64
+    reference walk the same paths."""
+    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
+    for _ in range(50):
+        _, _, logits = tree_ffn_paths(x, w_in, b_in, w_in[..., :1], None, depth, "identity")
+        unstable = ~stable_rows(x, w_in, logits)
+        if not unstable.any():
+            return x_arr, x
+        fresh_arr, fresh = quantize(rng.standard_normal((int(unstable.sum()), din)), dtype)
+        x_arr, x = x_arr.copy(), x.copy()
+        x_arr[unstable], x[unstable] = fresh_arr, fresh
+    raise RuntimeError("no stable rows")
+
 # Functions of one tree layer, as the numeric tests run them.
 def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias, name="f"):
     """@name(x, w_in[, b_in], w_out[, b_out]) -> tree_ffn; `dynamic` leaves

@@ -30,7 +30,7 @@ import numpy as np
 
 import emulated
 from emulated import Device
-from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, stable_rows, tree_ffn_function,
+from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, stable_tree_inputs, tree_ffn_function,
                       tree_ffn_grad_function, tree_ffn_paths)
 
 emulator, aot, work = sys.argv[1:]
@@ -110,21 +110,6 @@ def run(function, inputs, outputs):
     return out
 
 
-def stable_x(rows, din, dtype, w_in, b_in, depth):
-    """x whose routing decisions are clear of f32 rounding, so that the
-    kernel and the float64 reference walk the same paths."""
-    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
-    for _ in range(50):
-        _, _, logits = tree_ffn_paths(x, w_in, b_in, w_in[..., :1], None, depth, "identity")
-        unstable = ~stable_rows(x, w_in, logits)
-        if not unstable.any():
-            return x_arr, x
-        fresh_arr, fresh = quantize(rng.standard_normal((int(unstable.sum()), din)), dtype)
-        x_arr, x = x_arr.copy(), x.copy()
-        x_arr[unstable], x[unstable] = fresh_arr, fresh
-    raise RuntimeError("no stable rows")
-
-
 def check_case(dtype, din, dout, trees, depth, activation, in_bias, out_bias, static, rows, repeat=False):
     name = case_name(dtype, din, dout, trees, depth, activation, in_bias, out_bias, static)
     nodes = 2 ** (depth + 1) - 1
@@ -134,7 +119,7 @@ def check_case(dtype, din, dout, trees, depth, activation, in_bias, out_bias, st
     b_in_arr, b_in = quantize(rng.standard_normal((trees, nodes)) * 0.3, dtype)
     if not in_bias:
         b_in = None
-    x_arr, x = stable_x(rows, din, dtype, w_in, b_in, depth)
+    x_arr, x = stable_tree_inputs(rng, rows, din, dtype, w_in, b_in, depth)
     dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
     inputs = [dy_arr, x_arr, w_in_arr] + ([b_in_arr] if in_bias else []) + [w_out_arr]
     outputs = [((rows, din), storage), ((trees, nodes, din), storage), ((trees, nodes, dout), storage)]

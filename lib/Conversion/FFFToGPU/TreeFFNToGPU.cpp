@@ -144,9 +144,10 @@ void fff::emitByBatchSize(OpBuilder &builder, Location loc, Value rows,
   emit(strategies[1]);
 }
 
-std::string fff::treeKernelName(Operation *op, const TreeStrategy &strategy,
-                                const TreeProblem &host) {
-  // e.g. tree_ffn_bf16_768x768_depth11_latency.
+std::string fff::treeOpKernelName(Operation *op, Type elementType,
+                                  std::optional<int64_t> inWidth,
+                                  std::optional<int64_t> outWidth,
+                                  int64_t trees, StringRef suffix) {
   std::string name;
   llvm::raw_string_ostream os(name);
   auto size = [&](std::optional<int64_t> width) {
@@ -155,15 +156,22 @@ std::string fff::treeKernelName(Operation *op, const TreeStrategy &strategy,
     else
       os << "dynamic";
   };
-  os << op->getName().stripDialect() << "_" << host.elementType << "_";
-  size(host.staticInWidth);
+  os << op->getName().stripDialect() << "_" << elementType << "_";
+  size(inWidth);
   os << "x";
-  size(host.staticOutWidth);
+  size(outWidth);
   os << "_depth" << cast<IntegerAttr>(op->getAttr("depth")).getInt();
-  if (host.trees > 1)
-    os << "_trees" << host.trees;
-  os << "_" << TreeStrategy::variantName(strategy.variant);
+  if (trees > 1)
+    os << "_trees" << trees;
+  os << "_" << suffix;
   return name;
+}
+
+std::string fff::treeKernelName(Operation *op, const TreeStrategy &strategy,
+                                const TreeProblem &host) {
+  return treeOpKernelName(op, host.elementType, host.staticInWidth,
+                          host.staticOutWidth, host.trees,
+                          TreeStrategy::variantName(strategy.variant));
 }
 
 namespace {

@@ -85,6 +85,13 @@ void buildTreeKernel(mlir::RewriterBase &rewriter, mlir::Operation *op,
                      bool cpuTwin,
                      const TreeKernelExtension *extension = nullptr);
 
+/// <op>_<type>_<Din>x<Dout>_depth<d>[_trees<k>]_<suffix>: what a profiler
+/// shows for a kernel of the tree op `op`.
+std::string treeOpKernelName(mlir::Operation *op, mlir::Type elementType,
+                             std::optional<int64_t> inWidth,
+                             std::optional<int64_t> outWidth, int64_t trees,
+                             llvm::StringRef suffix);
+
 /// The name of `op`'s kernel with `strategy` for `host`, e.g.
 /// tree_ffn_bf16_768x768_depth11_latency.
 std::string treeKernelName(mlir::Operation *op, const TreeStrategy &strategy,

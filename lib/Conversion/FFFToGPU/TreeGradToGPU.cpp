@@ -27,24 +27,10 @@ namespace {
 
 /// tree_ffn_grad_<type>_<Din>x<Dout>_depth<d>[_trees<k>]_<phase>.
 std::string kernelName(TreeFFNGradOp op, StringRef phase) {
-  std::string name;
-  llvm::raw_string_ostream os(name);
-  auto size = [&](std::optional<int64_t> width) {
-    if (width)
-      os << *width;
-    else
-      os << "dynamic";
-  };
-  os << "tree_ffn_grad_" << getElementTypeOrSelf(op.getInput().getType())
-     << "_";
-  size(staticDim(op.getInput(), 1));
-  os << "x";
-  size(staticDim(op.getWOut(), 2));
-  os << "_depth" << op.getDepth();
-  if (int64_t trees = *staticDim(op.getWIn(), 0); trees > 1)
-    os << "_trees" << trees;
-  os << "_" << phase;
-  return name;
+  return treeOpKernelName(op, getElementTypeOrSelf(op.getInput().getType()),
+                          staticDim(op.getInput(), 1),
+                          staticDim(op.getWOut(), 2),
+                          *staticDim(op.getWIn(), 0), phase);
 }
 
 /// A buffer for a result of type `type`, its dynamic sizes those of `like`

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, stable_rows, tree_ffn_grad_function
+from fffcheck import ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, stable_tree_inputs, tree_ffn_grad_function
 from fffcheck import run as fffcheck_run
 
 rng = np.random.default_rng(27)
@@ -57,34 +57,6 @@ def reference(dy, x, w_in, b_in, w_out, depth, activation):
     return dx, dw_in, dw_out, db_in, dy.sum(0)
 
 
-def decisions(x, w_in, b_in, depth):
-    """Every row's logits along its paths, [rows, trees, depth + 1]."""
-    rows, trees = x.shape[0], w_in.shape[0]
-    logits = np.zeros((rows, trees, depth + 1))
-    for k in range(trees):
-        node = np.zeros(rows, dtype=np.int64)
-        for level in range(depth + 1):
-            logit = np.einsum("bi,bi->b", x, w_in[k, node]) + (b_in[k, node] if b_in is not None else 0.0)
-            logits[:, k, level] = logit
-            node = 2 * node + 1 + (logit > 0)
-    return logits
-
-
-def stable_inputs(rows, din, dtype, w_in, b_in, depth):
-    """x whose every routing decision is clear of f32 rounding (unstable rows
-    are drawn again), so that the kernel and the float64 reference walk the
-    same paths."""
-    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
-    for _ in range(50):
-        unstable = ~stable_rows(x, w_in, decisions(x, w_in, b_in, depth))
-        if not unstable.any():
-            return x_arr, x
-        fresh_arr, fresh = quantize(rng.standard_normal((int(unstable.sum()), din)), dtype)
-        x_arr, x = x_arr.copy(), x.copy()
-        x_arr[unstable], x[unstable] = fresh_arr, fresh
-    raise RuntimeError("no stable rows")
-
-
 def case(dtype, rows, din, dout, trees, depth, activation, in_bias=True, out_bias=True, dynamic=True):
     nodes = 2 ** (depth + 1) - 1
     w_in_arr, w_in = quantize(rng.standard_normal((trees, nodes, din)) / np.sqrt(din), dtype)
@@ -92,7 +64,7 @@ def case(dtype, rows, din, dout, trees, depth, activation, in_bias=True, out_bia
     b_in_arr, b_in = quantize(rng.standard_normal((trees, nodes)) * 0.3, dtype)
     if not in_bias:
         b_in = None
-    x_arr, x = stable_inputs(rows, din, dtype, w_in, b_in, depth)
+    x_arr, x = stable_tree_inputs(rng, rows, din, dtype, w_in, b_in, depth)
     dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
 
     args = [dy_arr, x_arr, w_in_arr] + ([b_in_arr] if in_bias else []) + [w_out_arr]
