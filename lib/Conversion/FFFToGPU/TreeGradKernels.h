@@ -25,7 +25,9 @@ struct TreeGradProblem {
   mlir::Value input, gradOutput; // x [B, Din], dy [B, Dout]
   mlir::Value visitNodes, visitGrads, visitActivations; // [B, K * levels]
   /// [K * N * chunks] i32: the visits of each (tree, node, chunk), then the
-  /// slot of its first one in `members`.
+  /// slot of its first one in `members`. Counts, slots and `members` are
+  /// i32, which holds a tree's B * levels visits up to 2^31 (a batch of
+  /// 178 million rows at depth 11).
   mlir::Value counts;
   /// [K * (N + 1)] i32: where each node's visits start in its tree's row of
   /// `members`, and the tree's visit count last.

@@ -393,7 +393,7 @@ private:
     record(entry, row, dl);
     // Every lane holds the visit; one stores it.
     auto store = [&] {
-      ValueRange at{token, entry};
+      SmallVector<Value, 2> at{token, entry};
       memref::StoreOp::create(
           b, arith::IndexCastOp::create(b, b.getI32Type(), node), g.visitNodes,
           at);
