@@ -104,6 +104,13 @@ void fff::buildCPUPipeline(OpPassManager &pm,
     // become vector loops of their own.
     pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
     pm.addPass(createLinalgElementwiseOpFusionPass());
+    // Fusion and the shape checks read extents off the results of ops
+    // (tensor.dim), which then have readers besides the op that consumes
+    // them. Read off their operands instead, the results have one reader
+    // again, and a second round fuses them: a chain such as dx's cast and
+    // the residual add after a norm's backward becomes one generic.
+    pm.addPass(memref::createResolveShapedTypeResultDimsPass());
+    pm.addPass(createLinalgElementwiseOpFusionPass());
     ConvertFFFNormsToVectorOptions vectors;
     vectors.vectorBits = options.vectorBits;
     vectors.integerBf16 = options.integerBf16;
@@ -154,6 +161,13 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   // tanh in the reference) becomes a libm call.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  // bf16 arithmetic (a fused residual add or mask in bf16) in f32, rounded
+  // to bf16 after each op, as LLVM would promote it, but without its
+  // __truncsfbf2 libcall, which a JIT cannot always resolve.
+  arith::ArithEmulateUnsupportedFloatsOptions bf16InF32;
+  bf16InF32.sourceTypeStrs = {"bf16"};
+  bf16InF32.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16InF32));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 <-> f32 in integer ops: no libcalls needed
   pm.addPass(arith::createArithExpandOpsPass(expand));
@@ -167,6 +181,9 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  // A 16-bit float row's tail, moved as i16: x86 without AVX512-FP16/BF16
+  // selects no masked load or store of f16 or bf16 vectors.
+  pm.addPass(createMaskedHalfAsIntegers());
   // Large buffers (results, above all) on huge pages: one page fault per 2
   // MiB instead of per 4 KiB; or from the host's buffer cache, whose pages
   // a previous call already faulted in.

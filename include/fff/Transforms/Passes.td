@@ -274,6 +274,33 @@ def LegalizeKernelMath : Pass<"fff-legalize-kernel-math", "::mlir::ModuleOp"> {
   ];
 }
 
+def MaskedHalfAsIntegers
+    : Pass<"fff-masked-half-as-integers", "::mlir::ModuleOp"> {
+  let summary = "Masked loads and stores of f16/bf16 vectors as i16 ones";
+  let description = [{
+    A row's tail is a masked load or store (`llvm.intr.masked.load`,
+    `llvm.intr.masked.store`). Of a vector of f16 or bf16, x86 backends
+    without AVX512-FP16 or AVX512-BF16 cannot select one: `llc` aborts
+    ("Do not know how to promote this operator's operand") and the JIT asks
+    for `__truncsfbf2`, which it may not find. This pass moves the same bits
+    as `i16` elements, bitcasting the loaded vector (and the pass-through)
+    to the float type and the stored one from it; nothing else changes.
+
+    Example:
+
+    ```mlir
+    %v = llvm.intr.masked.load %p, %m, %zero {alignment = 2 : i32}
+        : (!llvm.ptr, vector<8xi1>, vector<8xbf16>) -> vector<8xbf16>
+    // becomes
+    %zi = llvm.bitcast %zero : vector<8xbf16> to vector<8xi16>
+    %vi = llvm.intr.masked.load %p, %m, %zi {alignment = 2 : i32}
+        : (!llvm.ptr, vector<8xi1>, vector<8xi16>) -> vector<8xi16>
+    %v = llvm.bitcast %vi : vector<8xi16> to vector<8xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def HugePageAllocations
     : Pass<"fff-huge-page-allocations", "::mlir::ModuleOp"> {
   let summary = "Back large host buffers with transparent huge pages";

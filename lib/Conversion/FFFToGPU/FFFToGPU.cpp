@@ -58,6 +58,8 @@ namespace {
 
 /// Why `unit` cannot become one GPU kernel yet, or "" if it can.
 std::string unsupportedOnGPU(FusionOp unit) {
+  if (unit.isBackward())
+    return "a norm backward (its kernels take dy and write dx as they are)";
   Operation *norm = unit.getNorm();
   auto layerNorm = dyn_cast<LayerNormOp>(norm);
   if (layerNorm && layerNorm.getReturnStats())

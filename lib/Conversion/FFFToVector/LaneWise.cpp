@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -60,6 +61,27 @@ bool fff::isSameShapeElementwise(linalg::GenericOp generic) {
       return false;
   }
   return isLaneWisePayload(*generic.getBody());
+}
+
+linalg::GenericOp fff::elementwisePrologue(Value input) {
+  auto generic = input.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !input.hasOneUse() || generic.getNumDpsInputs() == 0 ||
+      !isSameShapeElementwise(generic))
+    return {};
+  return generic;
+}
+
+linalg::GenericOp fff::elementwiseEpilogue(Value result, Operation *producer) {
+  if (!result.hasOneUse())
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+  if (!generic || !isSameShapeElementwise(generic))
+    return {};
+  DominanceInfo dominance;
+  for (Value input : generic.getDpsInputs())
+    if (input != result && !dominance.properlyDominates(input, producer))
+      return {};
+  return generic;
 }
 
 SmallVector<Value> fff::evaluateLaneWise(ImplicitLocOpBuilder &b, Block &body,

@@ -35,6 +35,22 @@ bool isVectorElement(mlir::Type type);
 /// can be computed a vector at a time wherever a row of its result is.
 bool isSameShapeElementwise(mlir::linalg::GenericOp generic);
 
+/// The elementwise linalg.generic that computes `input` for its one
+/// reader alone (a norm's prologue, such as a residual add or a dropout
+/// mask applied to a gradient), if there is one: isSameShapeElementwise,
+/// with one input at least (the reader takes the rows' extents from it;
+/// elementwise fusion drops the inputs of a generic that yields a
+/// constant). The reader then computes it as it reads each row, instead of
+/// reading a buffer the generic would have written.
+mlir::linalg::GenericOp elementwisePrologue(mlir::Value input);
+
+/// The elementwise linalg.generic that alone reads `result`, `producer`'s,
+/// shaped like it (a residual add, a cast), if whatever else it reads is
+/// ready where `producer` is: the producer then applies it to each vector
+/// of `result` as it writes it, and `result` itself is never stored.
+mlir::linalg::GenericOp elementwiseEpilogue(mlir::Value result,
+                                            mlir::Operation *producer);
+
 /// The values `body` yields when its leading block arguments are
 /// `operands`: scalars (`lanes` 0) or vectors of `lanes` elements, to which
 /// each of its ops applies lane by lane. Scalars from outside the body are

@@ -13,6 +13,13 @@
 // 2. dx, and, in the same loop, the row's dy * xhat and dy added into its
 //    block's partial dgamma and dbeta rows.
 //
+// The pointwise work that AOTAutograd's backward graphs put around a norm's
+// backward is applied as the rows stream: an elementwise prologue that
+// computes dy for this op alone (a dropout mask and scale, a cast) as dy is
+// read, and an elementwise epilogue that alone reads dx (the residual
+// stream's gradient added to it, `dh = dresidual + dx`; a cast) as dx is
+// written, so that neither dy nor dx is stored.
+//
 // Rows are grouped into `row_blocks` blocks (fewer for fewer rows), a
 // function of the shape alone; the blocks run across threads, each summing
 // its rows in order into partial rows of its own, and the partial rows are
@@ -23,6 +30,7 @@
 
 #include "fff/Conversion/FFFToVector/FFFToVector.h"
 
+#include "LaneWise.h"
 #include "RowEmitter.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -43,18 +51,19 @@ struct GradRows {
   template <typename GradOp>
   GradRows(ImplicitLocOpBuilder &b, GradOp op, typename GradOp::Adaptor adaptor,
            const CPUTarget &target)
-      : GradRows(b, adaptor.getGradOutput(), adaptor.getInput(),
+      : GradRows(b, op, adaptor.getGradOutput(), adaptor.getInput(),
                  adaptor.getGamma(), op.getNormalizedRank(), op.getParamGrads(),
                  target) {}
 
-  GradRows(ImplicitLocOpBuilder &b, Value gradOutput, Value input, Value gamma,
-           int64_t normalizedRank, ValueRange paramGrads,
-           const CPUTarget &target)
+  GradRows(ImplicitLocOpBuilder &b, Operation *op, Value gradOutput,
+           Value input, Value gamma, int64_t normalizedRank,
+           ValueRange paramGrads, const CPUTarget &target)
       : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
         strategy(selectCPUNormGradStrategy(staticRowSize(type, normalizedRank),
                                            target)),
-        emit(b, strategy) {
+        emit(b, strategy), prologue(elementwisePrologue(gradOutput)),
+        epilogue(elementwiseEpilogue(op->getResult(0), op)) {
     // dgamma sums dy * xhat, dbeta dy: with a scale the first gradient is
     // dgamma.
     for (auto [i, result] : llvm::enumerate(paramGrads))
@@ -62,8 +71,20 @@ struct GradRows {
         summed.push_back({i, gamma && i == 0});
     xBuffer = emit.readBuffer(input);
     x = emit.rowsView(xBuffer, leadingRank);
-    dy = emit.rowsView(emit.readBuffer(gradOutput), leadingRank);
-    dxBuffer = emit.alloc(type, xBuffer);
+    for (Value source : prologue ? ValueRange(prologue.getDpsInputs())
+                                 : ValueRange(gradOutput))
+      dyInputs.push_back(emit.rowsView(emit.readBuffer(source), leadingRank));
+    if (epilogue) {
+      for (Value source : epilogue.getDpsInputs())
+        epilogueInputs.push_back(
+            source == op->getResult(0)
+                ? Value()
+                : emit.rowsView(emit.readBuffer(source), leadingRank));
+      outputType = cast<RankedTensorType>(epilogue->getResult(0).getType());
+    } else {
+      outputType = type;
+    }
+    dxBuffer = emit.alloc(outputType, xBuffer);
     dx = emit.rowsView(dxBuffer, leadingRank);
     rows = memref::DimOp::create(b, x, 0);
     n = memref::DimOp::create(b, x, 1);
@@ -85,9 +106,35 @@ struct GradRows {
           ValueRange{blocks, n}));
   }
 
-  /// A row's per-element terms: g = dy * gamma and xhat, from the f32
-  /// vectors of dy and x at `column`.
-  using Terms = std::pair<Value, Value>;
+  /// dy's f32 vector at (row, column), under `mask` if given: computed by
+  /// the prologue where there is one.
+  Value loadGradOutput(Value row, Value column, Value mask) {
+    if (!prologue)
+      return emit.load(dyInputs.front(), {row, column}, mask);
+    SmallVector<Value> operands;
+    for (Value source : dyInputs)
+      operands.push_back(emit.loadRaw(source, {row, column}, mask));
+    return emit.widen(
+        evaluateLaneWise(b, *prologue.getBody(), operands, emit.getLanes())
+            .front());
+  }
+
+  /// Stores dx's f32 vector `value` at (row, column): rounded to dx's type,
+  /// and through the epilogue where there is one.
+  void storeInputGrad(Value value, Value row, Value column, Value mask) {
+    if (!epilogue)
+      return emit.store(value, dx, {row, column}, mask);
+    Type element = type.getElementType();
+    Value dxValue = element.isF32() ? value : emit.narrow(value, element);
+    SmallVector<Value> operands;
+    for (Value source : epilogueInputs)
+      operands.push_back(source ? emit.loadRaw(source, {row, column}, mask)
+                                : dxValue);
+    emit.store(
+        evaluateLaneWise(b, *epilogue.getBody(), operands, emit.getLanes())
+            .front(),
+        dx, {row, column}, mask);
+  }
 
   Value scaledGrad(Value dyValue, Value column, Value mask) {
     if (!gamma)
@@ -103,14 +150,14 @@ struct GradRows {
     auto writeRow = [&](Value row, Value block) {
       auto [rstd, meanGXhat, meanG] = sums(row);
       auto step = [&](Value j, Value mask) {
-        Value dyValue = emit.load(dy, {row, j}, mask);
+        Value dyValue = loadGradOutput(row, j, mask);
         Value xhatValue = xhat(emit.load(x, {row, j}, mask));
         Value g = scaledGrad(dyValue, j, mask);
         Value centred = arith::SubFOp::create(
             b, g, arith::MulFOp::create(b, xhatValue, meanGXhat));
         if (meanG)
           centred = arith::SubFOp::create(b, centred, meanG);
-        emit.store(arith::MulFOp::create(b, rstd, centred), dx, {row, j}, mask);
+        storeInputGrad(arith::MulFOp::create(b, rstd, centred), row, j, mask);
         // Masked-off lanes load as zero, so they add zero to the partials.
         for (auto [sum, partial] : llvm::zip_equal(summed, partials)) {
           Value term = sum.timesXhat
@@ -177,11 +224,25 @@ struct GradRows {
     return gradients;
   }
 
-  /// dx, then the parameter gradients `paramGrads` stand for.
-  SmallVector<Value> results(ValueRange paramGrads) {
-    SmallVector<Value> values{emit.toTensor(dxBuffer, type)};
-    llvm::append_range(values, parameterGradients(paramGrads));
-    return values;
+  /// Replaces `op` (and its prologue and epilogue) with the results: dx,
+  /// or the epilogue's result, then the parameter gradients.
+  void replace(Operation *op, ConversionPatternRewriter &rewriter) {
+    SmallVector<Value> values{emit.toTensor(dxBuffer, outputType)};
+    if (epilogue) {
+      rewriter.replaceOp(epilogue, values.front());
+      // dx had no reader but the epilogue: it is never stored.
+      SmallVector<Value> extents;
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (type.isDynamicDim(dim))
+          extents.push_back(memref::DimOp::create(b, xBuffer, dim));
+      values.front() = tensor::EmptyOp::create(b, type.getShape(),
+                                               type.getElementType(), extents);
+    }
+    llvm::append_range(values,
+                       parameterGradients(op->getResults().drop_front()));
+    rewriter.replaceOp(op, values);
+    if (prologue)
+      rewriter.eraseOp(prologue);
   }
 
   ImplicitLocOpBuilder &b;
@@ -189,6 +250,15 @@ struct GradRows {
   int64_t leadingRank;
   CPUNormGradStrategy strategy;
   RowEmitter emit;
+  /// The elementwise ops that compute dy for this op alone and that alone
+  /// read dx; null where there are none.
+  linalg::GenericOp prologue, epilogue;
+  /// dy as [rows, n], or the prologue's operands.
+  SmallVector<Value> dyInputs;
+  /// The epilogue's operands as [rows, n]; null for dx itself.
+  SmallVector<Value> epilogueInputs;
+  /// What dx's buffer holds: dx, or the epilogue's result.
+  RankedTensorType outputType;
   /// A parameter gradient that is computed: its result's position, and
   /// whether it sums dy * xhat (dgamma) or dy (dbeta).
   struct Summed {
@@ -196,7 +266,7 @@ struct GradRows {
     bool timesXhat;
   };
   SmallVector<Summed, 2> summed;
-  Value xBuffer, x, dy, dx, dxBuffer, gamma, rows, n, inverseCount, blocks,
+  Value xBuffer, x, dx, dxBuffer, gamma, rows, n, inverseCount, blocks,
       rowsPerBlock;
   SmallVector<Value> partials;
 
@@ -267,8 +337,8 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
           SmallVector<Value> sums = emit.reduceEach(
               grad.n, grad.strategy.accumulators, 2,
               [&](int64_t sum, Value j, Value partial, Value mask) -> Value {
-                Value g = grad.scaledGrad(emit.load(grad.dy, {row, j}, mask), j,
-                                          mask);
+                Value g =
+                    grad.scaledGrad(grad.loadGradOutput(row, j, mask), j, mask);
                 // Masked-off lanes of dy load as zero: g is zero there.
                 Value term =
                     sum == 0
@@ -285,7 +355,7 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
           return std::make_tuple(rstdLanes, meanGXhat, meanG);
         },
         xhat);
-    rewriter.replaceOp(op, grad.results(op.getParamGrads()));
+    grad.replace(op, rewriter);
     return success();
   }
 };
@@ -309,7 +379,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
         [&](Value row) {
           auto gradTimesX = [&](Value j, Value mask) -> Value {
             Value g =
-                grad.scaledGrad(emit.load(grad.dy, {row, j}, mask), j, mask);
+                grad.scaledGrad(grad.loadGradOutput(row, j, mask), j, mask);
             return arith::MulFOp::create(b, g,
                                          emit.load(grad.x, {row, j}, mask));
           };
@@ -349,7 +419,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
           return std::make_tuple(rstdLanes, meanGXhat, Value());
         },
         xhat);
-    rewriter.replaceOp(op, grad.results(op.getParamGrads()));
+    grad.replace(op, rewriter);
     return success();
   }
 };

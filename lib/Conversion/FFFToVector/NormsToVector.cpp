@@ -27,6 +27,7 @@
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
+#include "fff/Dialect/FFF/Transforms/Fusion.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -49,21 +50,6 @@ using namespace mlir;
 using namespace fff;
 
 namespace {
-
-/// The elementwise linalg.generic that computes `input` for the norm alone
-/// (a fused unit's prologue, such as a residual add), if there is one: all
-/// its operands shaped like `input`, identity maps, a body of elementwise
-/// arith and math ops. The norm then computes it as it reads each row,
-/// instead of reading a buffer the generic would have written.
-linalg::GenericOp elementwisePrologue(Value input) {
-  // One input at least: the norm takes the rows' extents from it (elementwise
-  // fusion drops the inputs of a generic that yields a constant).
-  auto generic = input.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !input.hasOneUse() || generic.getNumDpsInputs() == 0 ||
-      !isSameShapeElementwise(generic))
-    return {};
-  return generic;
-}
 
 /// What both norms share: the strategy, the buffers, the row loop, and how
 /// a row of the input is read.
@@ -332,6 +318,17 @@ struct ConvertFFFNormsToVectorPass
   void runOnOperation() override {
     if (failed(checkVectorBits(getOperation(), vectorBits)))
       return signalPassFailure();
+    // Units are inlined first, so that the patterns see the ops around
+    // each norm as they are (the conversion would map a unit's block
+    // arguments to its inputs only when it ends, and the epilogue check
+    // reads what the epilogue's operands are defined by).
+    SmallVector<FusionOp> units;
+    getOperation()->walk([&](FusionOp unit) { units.push_back(unit); });
+    IRRewriter rewriter(&getContext());
+    for (FusionOp unit : units) {
+      rewriter.setInsertionPoint(unit);
+      inlineUnit(rewriter, unit, unit.getInputs());
+    }
     ConversionTarget target(getContext());
     target.addIllegalOp<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp,
                         FusionOp>();

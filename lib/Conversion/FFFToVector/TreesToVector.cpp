@@ -30,7 +30,6 @@
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace fff {
@@ -56,24 +55,6 @@ int64_t elementBytes(Value value) {
   return cast<ShapedType>(value.getType()).getElementTypeBitWidth() / 8;
 }
 
-/// The elementwise linalg.generic that alone reads `layer`'s result, shaped
-/// like it (a transformer's residual add, a cast), if whatever else it reads
-/// is ready where the layer is: the layer then applies it to each vector of
-/// a token's output as it writes it, and its result is never stored.
-linalg::GenericOp elementwiseEpilogue(Operation *layer) {
-  Value result = layer->getResult(0);
-  if (!result.hasOneUse())
-    return {};
-  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
-  if (!generic || !isSameShapeElementwise(generic))
-    return {};
-  DominanceInfo dominance;
-  for (Value input : generic.getDpsInputs())
-    if (input != result && !dominance.properlyDominates(input, layer))
-      return {};
-  return generic;
-}
-
 /// Where a tree layer's f32 sums go: into its result, rounded to its
 /// element type, or through the elementwise epilogue that alone reads it
 /// (see elementwiseEpilogue) into the epilogue's result.
@@ -81,7 +62,8 @@ class LayerOutput {
 public:
   LayerOutput(TokenEmitter &emit, ImplicitLocOpBuilder &b, Operation *layer,
               Value rows, Value out)
-      : emit(emit), b(b), layer(layer), epilogue(elementwiseEpilogue(layer)),
+      : emit(emit), b(b), layer(layer),
+        epilogue(elementwiseEpilogue(layer->getResult(0), layer)),
         type(cast<RankedTensorType>(
             (epilogue ? epilogue->getResult(0) : layer->getResult(0))
                 .getType())) {

@@ -12,6 +12,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from ._backward_fusion import with_backward_fusion
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
 from ._regions import LOCK, Refused, compile_region, exact_norm
@@ -290,6 +291,9 @@ def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, ind
     report = report if report is not None else Report()
     with LOCK:
         _take_regions(gm, example_inputs, fallback, report)
+    if report.training and fallback == "inductor":
+        # The backward graph's residual adds join fff's norm backward calls.
+        patches = with_backward_fusion(patches)
     return _fallback(fallback, gm, example_inputs, patches)
 
 
@@ -399,12 +403,13 @@ def _run_backward(output, report):
     gradients; the fff backward calls it made go to `report`."""
     from torch.utils._pytree import tree_leaves
 
-    from ._training import BACKWARD_CALLS
+    from ._training import BACKWARD_CALLS, RESIDUAL_GRAD_CALLS
 
     leaves = output.to_tuple() if hasattr(output, "to_tuple") else output
     tensors = [t for t in tree_leaves(leaves) if isinstance(t, torch.Tensor) and t.requires_grad]
     if not tensors:
         raise ValueError("explain(backward=True): the model's output holds no tensor that needs gradients")
-    before = collections.Counter(BACKWARD_CALLS)
+    before, fused_before = collections.Counter(BACKWARD_CALLS), collections.Counter(RESIDUAL_GRAD_CALLS)
     sum(t.float().sum() for t in tensors).backward()
     report.backward_calls = collections.Counter(BACKWARD_CALLS) - before
+    report.backward_residual_grads = collections.Counter(RESIDUAL_GRAD_CALLS) - fused_before

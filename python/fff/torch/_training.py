@@ -29,9 +29,11 @@ _MLIR = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 # each op of its backward).
 _TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 
-# The backward calls run so far, by fff op name; explain(backward=True)
-# reads it around one backward.
+# The backward calls run so far, by fff op name, and those of them that
+# added the residual stream's gradient to dx; explain(backward=True) reads
+# them around one backward.
 BACKWARD_CALLS = collections.Counter()
+RESIDUAL_GRAD_CALLS = collections.Counter()
 _CALLS_LOCK = threading.Lock()
 
 
@@ -80,10 +82,17 @@ def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps):
         backward_args = f"%dy: {x}, %x: {x}{weight_arg}"
         backward = f"fff.rms_norm_grad %dy, %x{scale} {rank} {_epsilon(eps)} : {x}"
     results = ", ".join(["%dx"] + grads)
+    # @backward_accumulate adds the residual stream's gradient to dx (a
+    # pre-LN block's dh = dresidual + dx) as the kernel writes dx.
+    accumulated = ", ".join(["%dh"] + grads)
     return (f"func.func @forward(%x: {x}{arguments}) -> ({forward_results}) {{\n{forward}\n}}\n"
             f"func.func @backward({backward_args}) -> ({x}{grad_types}) {{\n"
             f"  {results} = {backward}\n"
-            f"  return {results} : {x}{grad_types}\n}}\n")
+            f"  return {results} : {x}{grad_types}\n}}\n"
+            f"func.func @backward_accumulate({backward_args}, %dresidual: {x}) -> ({x}{grad_types}) {{\n"
+            f"  {results} = {backward}\n"
+            f"  %dh = arith.addf %dresidual, %dx : {x}\n"
+            f"  return {accumulated} : {x}{grad_types}\n}}\n")
 
 
 def _reference(kind, x, weight, bias, normalized_shape, eps, dy):
@@ -139,10 +148,15 @@ class _Executable:
         stats_shape = x.shape[:x.dim() - len(self.shape)] + (1,) * len(self.shape)
         return [results[0].view(x.shape)] + [r.view(stats_shape) for r in results[1:]]
 
-    def backward(self, dy, x, stats, weight):
+    def backward(self, dy, x, stats, weight, residual_grad=None):
+        """dx (plus `residual_grad` where given), then the parameter
+        gradients."""
         args = [self.rows(dy), self.rows(x)] + [self.stats_rows(s) for s in stats] + \
             ([weight.contiguous()] if weight is not None else [])
-        results = self.exe.backward(*args)
+        if residual_grad is None:
+            results = self.exe.backward(*args)
+        else:
+            results = self.exe.backward_accumulate(*args, self.rows(residual_grad))
         results = list(results) if isinstance(results, (tuple, list)) else [results]
         return [results[0].view(x.shape)] + results[1:]
 
@@ -157,9 +171,12 @@ class _Executable:
         weight = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_weight else None
         bias = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_bias else None
         y, dx, dweight, dbias = _reference(self.kind, x, weight, bias, self.shape, self.eps, dy)
+        residual_grad = torch.randn(shape, generator=generator).to(self.dtype)
         forward = self.forward(x, weight, bias)
         grads = self.backward(dy, x, forward[1:], weight)
-        checks = [("y", forward[0], y), ("dx", grads[0], dx)]
+        accumulated = self.backward(dy, x, forward[1:], weight, residual_grad)[0]
+        checks = [("y", forward[0], y), ("dx", grads[0], dx),
+                  ("dx plus the residual gradient", accumulated, dx + residual_grad.double())]
         if self.has_weight:
             checks.append(("dweight", grads[1], dweight))
         if self.has_bias and self.kind == "layer_norm":
@@ -196,11 +213,19 @@ def release_executables():
         _EXECUTABLES.clear()
 
 
-def count_backward(name):
-    """Counts one call of the backward op `name` (explain(backward=True)
-    reports the counts)."""
+def count_backward(name, residual_grad=None):
+    """Counts one call of the backward op `name`, and whether it added a
+    residual gradient (explain(backward=True) reports the counts)."""
     with _CALLS_LOCK:
         BACKWARD_CALLS[name] += 1
+        if residual_grad is not None:
+            RESIDUAL_GRAD_CALLS[name] += 1
+
+
+def _check_residual_grad(residual_grad, x):
+    if residual_grad is not None and (residual_grad.shape != x.shape or residual_grad.dtype != x.dtype):
+        raise ValueError(f"residual_grad must have x's shape {tuple(x.shape)} and dtype {x.dtype}, got "
+                         f"{tuple(residual_grad.shape)} {residual_grad.dtype}")
 
 
 def _stats_shape(x, normalized_ndim):
@@ -239,16 +264,22 @@ def _(x, weight, bias, normalized_ndim, eps):
 @torch.library.custom_op("fff::layer_norm_train_backward", mutates_args=())
 def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
                               weight: torch.Tensor | None, normalized_ndim: int, has_bias: bool,
-                              eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """fff.layer_norm_grad: dx, dweight and dbias (empty where absent)."""
+                              eps: float, residual_grad: torch.Tensor | None = None
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """fff.layer_norm_grad: dx, dweight and dbias (empty where absent).
+    With `residual_grad`, the first result is residual_grad + dx, added as
+    dx is written (the backward graph's residual add, fused by
+    _backward_fusion.py)."""
+    _check_residual_grad(residual_grad, x)
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps)
-    count_backward("layer_norm_grad")
-    grads = exe.backward(dy, x, (mean, rstd), weight)
+    count_backward("layer_norm_grad", residual_grad)
+    grads = exe.backward(dy, x, (mean, rstd), weight, residual_grad)
     return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
 
 
 @layer_norm_train_backward.register_fake
-def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps):
+def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None):
+    _check_residual_grad(residual_grad, x)
     shape = _normalized(x, normalized_ndim)
     return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
             x.new_empty(shape if weight is not None else (0,)), x.new_empty(shape if has_bias else (0,)))
@@ -296,16 +327,20 @@ def _(x, weight, normalized_ndim, eps):
 
 @torch.library.custom_op("fff::rms_norm_train_backward", mutates_args=())
 def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int,
-                            eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """fff.rms_norm_grad: dx and dweight (empty where absent)."""
+                            eps: float, residual_grad: torch.Tensor | None = None
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """fff.rms_norm_grad: dx and dweight (empty where absent); with
+    `residual_grad`, residual_grad + dx in dx's place."""
+    _check_residual_grad(residual_grad, x)
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps)
-    count_backward("rms_norm_grad")
-    grads = exe.backward(dy, x, (), weight)
+    count_backward("rms_norm_grad", residual_grad)
+    grads = exe.backward(dy, x, (), weight, residual_grad)
     return grads[0], grads[1] if weight is not None else _no_grad(x)
 
 
 @rms_norm_train_backward.register_fake
-def _(dy, x, weight, normalized_ndim, eps):
+def _(dy, x, weight, normalized_ndim, eps, residual_grad=None):
+    _check_residual_grad(residual_grad, x)
     shape = _normalized(x, normalized_ndim) if weight is not None else (0,)
     return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape)
 

@@ -105,6 +105,68 @@ for bits in (256, 128):
         for hidden in (3, 100, 1000):
             check_grads(dtype, (7, hidden), (None, hidden), 1, flags=(f"--vector-bits={bits}",))
 
+
+def check_fused(dtype, shape, static_shape, flags=()):
+    """A backward unit as AOTAutograd's graphs hold one: dy = grad * mask
+    (an inverted-dropout mask of 0 and 1.25), the norm backward, then the
+    residual stream's f32 gradient added to dx (through a cast up from a
+    half type). The unit computes, bit for bit, what the unfused ops do:
+    the backward op on the masked dy that fff-run is handed, then the add
+    in numpy; and it is within tolerance of float64."""
+    grad_arr, grad = quantize(rng.standard_normal(shape), dtype)
+    keep = rng.random(shape) < 0.8
+    mask_arr, mask = quantize(np.where(keep, 1.25, 0.0), dtype)
+    x_arr, x = quantize(rng.standard_normal(shape) * 2.0 + 0.3, dtype)
+    g_arr, g = quantize(rng.standard_normal(shape[-1:]), dtype)
+    dres = rng.standard_normal(shape).astype(np.float32)
+    dy_arr, dy = quantize(grad * mask, dtype)  # one product, rounded once
+    xt, pt = tensor_type(static_shape, dtype), tensor_type(shape[-1:], dtype)
+    wt, st = tensor_type(static_shape, "f32"), tensor_type(list(static_shape[:-1]) + [1], "f32")
+    widen = (lambda v, name: (f"%{name} = arith.extf %{v} : {xt} to {wt}", name)) if dtype != "f32" else \
+        (lambda v, name: ("", v))
+    wide_dx, ldx = widen("dx", "wdx")
+    wide_rdx, rdx = widen("rdx", "wrdx")
+    mean, rstd = stats(x, 1e-5, 1, "layer_norm")
+    mlir = f"""
+func.func @fused(%grad: {xt}, %mask: {xt}, %x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt}, %dres: {wt})
+    -> ({wt}, {pt}, {pt}, {wt}, {pt}) {{
+  %dy = arith.mulf %grad, %mask : {xt}
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %mean, %rstd scale(%g : {pt}) bias_grad : {xt}, {st}
+  {wide_dx}
+  %dh = arith.addf %dres, %{ldx} : {wt}
+  %rdy = arith.mulf %grad, %mask : {xt}
+  %rdx, %rdg = fff.rms_norm_grad %rdy, %x scale(%g : {pt}) : {xt}
+  {wide_rdx}
+  %rdh = arith.addf %{rdx}, %dres : {wt}
+  return %dh, %dg, %db, %rdh, %rdg : {wt}, {pt}, {pt}, {wt}, {pt}
+}}
+func.func @unfused(%dy: {xt}, %x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt})
+    -> ({xt}, {pt}, {pt}, {xt}, {pt}) {{
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %mean, %rstd scale(%g : {pt}) bias_grad : {xt}, {st}
+  %rdx, %rdg = fff.rms_norm_grad %dy, %x scale(%g : {pt}) : {xt}
+  return %dx, %dg, %db, %rdx, %rdg : {xt}, {pt}, {pt}, {xt}, {pt}
+}}"""
+    fused = run(mlir, "fused", [grad_arr, mask_arr, x_arr, mean, rstd, g_arr, dres], 5, extra_flags=flags)
+    apart = run(mlir, "unfused", [dy_arr, x_arr, mean, rstd, g_arr], 5, extra_flags=flags)
+    name = f"fused unit {dtype} {list(shape)} {' '.join(flags)}"
+    for i, what in ((0, "layer_norm_grad dh"), (3, "rms_norm_grad dh")):
+        expected = dequantize(apart[i], dtype).astype(np.float32) + dres
+        check.equal(f"{what} {name}: the unfused ops' bits", fused[i], expected)
+    for i, what in ((1, "dgamma"), (2, "dbeta"), (4, "rms dgamma")):
+        check.equal(f"{what} {name}: the unfused op's bits", fused[i], apart[i])
+    tol = max(TOLERANCE[dtype], 2e-5)
+    for kind, i, eps in (("layer_norm", 0, 1e-5), ("rms_norm", 3, 1e-5)):
+        ref = norm_grads_ref(kind, x, dy, g, np.zeros(shape[-1:]) if kind == "layer_norm" else None, eps, 1)
+        floor = np.abs(dy * g) * (rstd if kind == "layer_norm" else stats(x, eps, 1, kind)[1]) + np.abs(dres)
+        check.close(f"{kind} dh {name}", fused[i], ref[0] + dres, tol, scale=grad_scale(ref[0] + dres, floor))
+
+
+for flags in [(), ("--reference",)]:
+    for dtype in ("f32", "f16", "bf16"):
+        check_fused(dtype, (37, 200), (None, 200), flags)
+    check_fused("bf16", (3, 4096), (None, 4096), flags)
+    check_fused("f32", (1500, 768), (None, 768), flags)
+
 # Backward ops large enough to split their row blocks across threads: the
 # same bits from one thread as from two or all cores.
 for dtype, shape, static in [("f32", (1500, 768), (None, 768)), ("bf16", (700, 4, 300), (None, 4, 300))]:

@@ -51,3 +51,46 @@ func.func @rms_norm_grad(%dy: tensor<?x768xf32>, %x: tensor<?x768xf32>) -> tenso
   %dx = fff.rms_norm_grad %dy, %x : tensor<?x768xf32>
   return %dx : tensor<?x768xf32>
 }
+
+// A backward unit's pointwise work, as elementwise fusion leaves it: dy is
+// computed from the incoming gradient and a dropout mask (bf16) as each
+// vector is read, and dh = dresidual + dx is written in f32 in place of dx.
+// No generic is left, and neither dy nor dx has a buffer: the only
+// [rows, 4096] allocation is dh's.
+// CHECK-LABEL: func.func @rms_norm_grad_fused
+// CHECK-NOT:     linalg.generic
+// CHECK:         memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x4096xf32>
+// CHECK-NOT:     memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x4096xbf16>
+// CHECK:         scf.for
+// CHECK:           vector.load %{{.*}} : memref<?x4096xbf16>, vector<16xbf16>
+// CHECK:           vector.load %{{.*}} : memref<?x4096xbf16>, vector<16xbf16>
+// CHECK:           arith.mulf %{{.*}}, %{{.*}} : vector<16xbf16>
+// CHECK:           arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:         arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:         arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:         vector.store %{{.*}} : memref<?x4096xf32>, vector<16xf32>
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+#rows = affine_map<(i, j) -> (i, j)>
+func.func @rms_norm_grad_fused(%grad: tensor<?x4096xbf16>, %mask: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>,
+                               %g: tensor<4096xbf16>, %dres: tensor<?x4096xf32>) -> (tensor<?x4096xf32>, tensor<4096xbf16>) {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x4096xbf16>
+  %e16 = tensor.empty(%rows) : tensor<?x4096xbf16>
+  %dy = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%grad, %mask : tensor<?x4096xbf16>, tensor<?x4096xbf16>) outs(%e16 : tensor<?x4096xbf16>) {
+  ^bb0(%a: bf16, %m: bf16, %o: bf16):
+    %t = arith.mulf %a, %m : bf16
+    linalg.yield %t : bf16
+  } -> tensor<?x4096xbf16>
+  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : tensor<4096xbf16>) : tensor<?x4096xbf16>
+  %e32 = tensor.empty(%rows) : tensor<?x4096xf32>
+  %dh = linalg.generic {indexing_maps = [#rows, #rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%dx, %dres : tensor<?x4096xbf16>, tensor<?x4096xf32>) outs(%e32 : tensor<?x4096xf32>) {
+  ^bb0(%d: bf16, %r: f32, %o: f32):
+    %w = arith.extf %d : bf16 to f32
+    %s = arith.addf %w, %r : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4096xf32>
+  return %dh, %dg : tensor<?x4096xf32>, tensor<4096xbf16>
+}

@@ -598,7 +598,7 @@ func.func @leaf_node_b_rank(%x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tens
 // -----
 
 func.func @fusion_without_norm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'fff.fusion' op must contain exactly one layer_norm or rms_norm, found 0}}
+  // expected-error @+1 {{'fff.fusion' op must contain exactly one layer_norm, rms_norm, layer_norm_grad or rms_norm_grad, found 0}}
   %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
   ^bb0(%a: tensor<4x8xf32>):
     %s = arith.addf %a, %a : tensor<4x8xf32>
@@ -610,7 +610,7 @@ func.func @fusion_without_norm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 func.func @fusion_two_norms(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'fff.fusion' op must contain exactly one layer_norm or rms_norm, found 2}}
+  // expected-error @+1 {{'fff.fusion' op must contain exactly one layer_norm, rms_norm, layer_norm_grad or rms_norm_grad, found 2}}
   %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
   ^bb0(%a: tensor<4x8xf32>):
     %n = fff.rms_norm %a : tensor<4x8xf32>
@@ -655,6 +655,19 @@ func.func @fusion_two_trees(%x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tenso
     %t = fff.tree_ffn %n, %b, %b {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
     %u = fff.tree_ffn %t, %b, %b {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
     fff.yield %u : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_backward_with_tree(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<1x3x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'fff.fusion' op holds a norm backward and a tree layer: a backward unit holds one norm backward and pointwise ops}}
+  %0 = fff.fusion ins(%dy, %x, %w : tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x3x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<1x3x8xf32>):
+    %dx = fff.rms_norm_grad %a, %b : tensor<4x8xf32>
+    %t = fff.tree_ffn %dx, %c, %c {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+    fff.yield %t : tensor<4x8xf32>
   } -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }

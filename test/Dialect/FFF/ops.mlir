@@ -148,6 +148,25 @@ func.func @fusion_forms(%x: tensor<?x768xf32>, %r: tensor<?x768xf32>, %g: tensor
   return %sum, %y : tensor<?x768xf32>, tensor<?x768xf32>
 }
 
+// A backward unit: dy's dropout mask, the norm backward, the residual
+// stream's gradient added to dx.
+// CHECK-LABEL: func @backward_fusion_forms
+func.func @backward_fusion_forms(%dy: tensor<?x768xf32>, %mask: tensor<?x768xf32>, %x: tensor<?x768xf32>,
+                                 %g: tensor<768xf32>, %dres: tensor<?x768xf32>) -> (tensor<?x768xf32>, tensor<768xf32>) {
+  // CHECK: %{{.*}}:2 = fff.fusion ins(
+  // CHECK:   fff.rms_norm_grad
+  // CHECK:   fff.yield %{{.*}}, %{{.*}} : tensor<?x768xf32>, tensor<768xf32>
+  // CHECK: } -> tensor<?x768xf32>, tensor<768xf32>
+  %dh, %dg = fff.fusion ins(%dy, %mask, %x, %g, %dres : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32>, tensor<768xf32>, tensor<?x768xf32>) {
+  ^bb0(%a: tensor<?x768xf32>, %m: tensor<?x768xf32>, %b: tensor<?x768xf32>, %gamma: tensor<768xf32>, %r: tensor<?x768xf32>):
+    %masked = arith.mulf %a, %m : tensor<?x768xf32>
+    %dx, %dgamma = fff.rms_norm_grad %masked, %b scale(%gamma : tensor<768xf32>) : tensor<?x768xf32>
+    %sum = arith.addf %r, %dx : tensor<?x768xf32>
+    fff.yield %sum, %dgamma : tensor<?x768xf32>, tensor<768xf32>
+  } -> tensor<?x768xf32>, tensor<768xf32>
+  return %dh, %dg : tensor<?x768xf32>, tensor<768xf32>
+}
+
 // CHECK-LABEL: func @norm_grad_forms
 func.func @norm_grad_forms(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>, %g: tensor<768xbf16>) {
   // CHECK: %dx, %dgamma, %dbeta = fff.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale(%{{.*}} : tensor<768xbf16>) bias_grad : tensor<?x768xbf16>, tensor<?x1xf32>

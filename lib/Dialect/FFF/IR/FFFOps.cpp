@@ -2,6 +2,7 @@
 
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -269,6 +270,30 @@ verifyNormGrad(Operation *op, Value input, float epsilon,
   return verifyNorm(op, input, epsilon, normalizedRank, {{"scale", gamma}});
 }
 
+/// A norm backward's result extents, from its input's: dx has all of them,
+/// each parameter gradient the normalized (trailing) ones.
+static LogicalResult
+reifyNormGradShapes(OpBuilder &b, Operation *op, Value input,
+                    ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  SmallVector<OpFoldResult> extents =
+      tensor::getMixedSizes(b, op->getLoc(), input);
+  for (Type type : op->getResultTypes()) {
+    int64_t rank = cast<RankedTensorType>(type).getRank();
+    reifiedReturnShapes.emplace_back(ArrayRef(extents).take_back(rank));
+  }
+  return success();
+}
+
+LogicalResult LayerNormGradOp::reifyResultShapes(
+    OpBuilder &b, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  return reifyNormGradShapes(b, *this, getInput(), reifiedReturnShapes);
+}
+
+LogicalResult RMSNormGradOp::reifyResultShapes(
+    OpBuilder &b, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  return reifyNormGradShapes(b, *this, getInput(), reifiedReturnShapes);
+}
+
 LogicalResult LayerNormGradOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location> location, ValueRange operands,
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
@@ -501,9 +526,13 @@ ShapeContract LeafTreeFFNOp::getShapeContract() {
 
 Operation *FusionOp::getNorm() {
   for (Operation &op : getBody().front())
-    if (isa<LayerNormOp, RMSNormOp>(op))
+    if (isa<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp>(op))
       return &op;
   return nullptr;
+}
+
+bool FusionOp::isBackward() {
+  return isa_and_present<LayerNormGradOp, RMSNormGradOp>(getNorm());
 }
 
 Operation *FusionOp::getTreeLayer() {
@@ -542,7 +571,7 @@ LogicalResult FusionOp::verify() {
            << getResultTypes();
   unsigned norms = 0, trees = 0;
   for (Operation &op : body.without_terminator()) {
-    if (isa<LayerNormOp, RMSNormOp>(op)) {
+    if (isa<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp>(op)) {
       ++norms;
       continue;
     }
@@ -554,8 +583,12 @@ LogicalResult FusionOp::verify() {
       return op.emitOpError("cannot be part of a fused norm unit");
   }
   if (norms != 1)
-    return emitOpError("must contain exactly one layer_norm or rms_norm, found ")
+    return emitOpError("must contain exactly one layer_norm, rms_norm, "
+                       "layer_norm_grad or rms_norm_grad, found ")
            << norms;
+  if (trees && isBackward())
+    return emitOpError("holds a norm backward and a tree layer: a backward "
+                       "unit holds one norm backward and pointwise ops");
   if (trees > 1)
     return emitOpError("may contain at most one tree layer, found ") << trees;
   // A sublayer: one of the two feeds the other.

@@ -262,9 +262,12 @@ struct FuseNormsPass : fff::impl::FuseNormsBase<FuseNormsPass> {
     });
     for (Operation *tree : trees)
       formSublayer(tree);
+    // A norm backward's unit: the prologue computes its dy, the epilogue
+    // reads its dx (its first operand and result, as a norm's).
     SmallVector<Operation *> norms;
     getOperation()->walk([&](Operation *op) {
-      if (isa<LayerNormOp, RMSNormOp>(op) && !op->getParentOfType<FusionOp>())
+      if (isa<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp>(op) &&
+          !op->getParentOfType<FusionOp>())
         norms.push_back(op);
     });
     for (Operation *norm : norms)

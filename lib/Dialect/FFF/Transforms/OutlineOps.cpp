@@ -29,7 +29,8 @@ std::string functionName(Operation *op) {
   if (auto unit = dyn_cast<FusionOp>(op)) {
     std::string name = "fff_fused";
     unit.getBody().walk([&](Operation *inner) {
-      if (isa<LayerNormOp, RMSNormOp, TreeFFNOp, LeafTreeFFNOp>(inner))
+      if (isa<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp, TreeFFNOp,
+              LeafTreeFFNOp>(inner))
         name += "_" + inner->getName().stripDialect().str();
     });
     return name;

@@ -136,7 +136,9 @@ def FFF_LayerNormGradOp : FFF_Op<"layer_norm_grad", [
     AllTypesMatch<["mean", "rstd"]>,
     DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>]> {
   let summary = "Gradient of layer_norm: dx, dgamma and dbeta from dy";
   let description = [{
     The vector-Jacobian product of `fff.layer_norm` over the trailing
@@ -206,7 +208,9 @@ def FFF_RMSNormGradOp : FFF_Op<"rms_norm_grad", [
     AllTypesMatch<["grad_output", "input", "grad_input"]>,
     DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>]> {
   let summary = "Gradient of rms_norm: dx and dgamma from dy";
   let description = [{
     The vector-Jacobian product of `fff.rms_norm` over the trailing
@@ -515,6 +519,12 @@ def FFF_FusionOp : FFF_Op<"fusion", [
     the warp that then walks the tree for it, and applies the residual as
     it writes the output.
 
+    A backward unit holds a norm's backward (`fff.layer_norm_grad` or
+    `fff.rms_norm_grad`) with the elementwise ops that compute its `dy`
+    (a dropout mask and scale, a cast) and that consume its `dx` (the
+    residual stream's gradient added to it, `dh = dresidual + dx`; a cast),
+    as AOTAutograd's backward graphs place them. It holds no tree layer.
+
     The body is isolated from above: its block arguments are the `inputs`,
     in order, and `fff.yield` returns the unit's results (every value the
     unit computes that is used outside it, such as the residual sum).
@@ -541,8 +551,11 @@ def FFF_FusionOp : FFF_Op<"fusion", [
   }];
 
   let extraClassDeclaration = [{
-    /// The one normalization in the unit.
+    /// The one normalization in the unit, or in a backward unit the one
+    /// norm backward.
     ::mlir::Operation *getNorm();
+    /// Whether the unit's norm is a norm backward.
+    bool isBackward();
     /// The unit's tree layer, or null.
     ::mlir::Operation *getTreeLayer();
   }];

@@ -76,6 +76,12 @@ def FuseNorms : Pass<"fff-fuse-norms"> {
     different blocks, or an op outside needs a value between them), a
     remark on the tree layer says why, and the norm is fused on its own.
 
+    A norm backward (`fff.layer_norm_grad`, `fff.rms_norm_grad`) forms a
+    unit the same way, its `dy` in the norm's input's place and its `dx` in
+    the norm's result's: the prologue computes `dy` (a dropout mask and
+    scale, a cast), the epilogue reads `dx` (the residual stream's gradient
+    added to it, `dh = dresidual + dx`; a cast).
+
     Elementwise means a `linalg.generic` with only parallel loops and an
     identity output map, or an elementwise arith/math op on tensors.
     Constants are cloned into the unit; other values become its inputs.

@@ -1,0 +1,193 @@
+"""The residual stream's gradient fused into fff's norm backward
+(_backward_fusion.py): the trained norms' backward ops with `residual_grad`
+against the unfused ops, the graph pass on its matches and near misses,
+and training graphs under torch.compile(backend="fff") whose fused
+backward gives the unfused backward's bits."""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+import fff.torch  # noqa: E402  (registers the backend and the ops)
+from fff.torch._backward_fusion import fuse_residual_grads  # noqa: E402
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def layer_norm_backward(dy, x, weight, residual_grad=None):
+    _, mean, rstd = torch.ops.fff.layer_norm_train(x, weight, None, 1, 1e-5)
+    return torch.ops.fff.layer_norm_train_backward(dy, x, mean, rstd, weight, 1, False, 1e-5,
+                                                   residual_grad=residual_grad)
+
+
+def rms_norm_backward(dy, x, weight, residual_grad=None):
+    return torch.ops.fff.rms_norm_train_backward(dy, x, weight, 1, 1e-6, residual_grad=residual_grad)
+
+
+BACKWARDS = [layer_norm_backward, rms_norm_backward]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("backward", BACKWARDS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [(37, 200), (3, 5, 4096), (1, 3)], ids=str)
+def test_residual_grad_gives_the_unfused_ops_bits(backward, dtype, shape):
+    """With residual_grad the op returns residual_grad + dx, as torch's add
+    of its own dx would, bit for bit; the parameter gradients are those
+    without it."""
+    generator = torch.Generator().manual_seed(1)
+    x, dy, residual = (torch.randn(shape, generator=generator).to(dtype) for _ in range(3))
+    weight = torch.randn(shape[-1:], generator=generator).to(dtype)
+    apart = backward(dy, x, weight)
+    fused = backward(dy, x, weight, residual)
+    assert torch.equal(fused[0], residual + apart[0])
+    for a, b in zip(fused[1:], apart[1:]):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("residual, message", [
+    (torch.randn(4, 7), "residual_grad must have x's shape \\(4, 8\\) and dtype torch.float32, got \\(4, 7\\)"),
+    (torch.randn(4, 8).half(), "residual_grad must have x's shape .* got \\(4, 8\\) torch.float16"),
+])
+def test_a_residual_grad_unlike_x_is_a_one_line_error(residual, message):
+    with pytest.raises(ValueError, match=message):
+        rms_norm_backward(torch.randn(4, 8), torch.randn(4, 8), None, residual)
+
+
+def traced(function, *args):
+    """`function` as an ATen graph whose nodes carry fake values, as
+    Inductor's post-grad graphs do."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(function, tracing_mode="fake")(*args)
+
+
+def backward_calls(gm):
+    return [n for n in gm.graph.nodes if n.op == "call_function" and "train_backward" in str(n.target)]
+
+
+def fused_count_and_result(function, *args):
+    gm = traced(function, *args)
+    fused = fuse_residual_grads(gm.graph)
+    gm.recompile()
+    return fused, gm(*args), gm
+
+
+ARGS = [torch.randn(6, 32), torch.randn(6, 32), torch.randn(32), torch.randn(6, 32)]
+
+
+def test_the_pass_fuses_the_residual_add_and_keeps_the_values():
+    def step(dy, x, weight, residual):
+        dx, dweight = rms_norm_backward(dy, x, weight)
+        return residual + dx, dweight * 2
+
+    fused, result, gm = fused_count_and_result(step, *ARGS)
+    assert fused == 1
+    (call,) = backward_calls(gm)
+    assert call.kwargs["residual_grad"] is not None
+    assert not [n for n in gm.graph.nodes if n.target is torch.ops.aten.add.Tensor]
+    expected = step(*ARGS)
+    assert all(torch.equal(a, b) for a, b in zip(result, expected))
+
+
+def test_a_chain_of_pre_ln_blocks_fuses_every_add():
+    """dh2 = dresidual + dx2, then dh1 = dh2 + dx1: the second add reads the
+    first fused call's result."""
+    def step(dy, x, weight, residual):
+        dx2, _ = rms_norm_backward(dy, x, weight)
+        dh2 = residual + dx2
+        dx1, _ = rms_norm_backward(dh2, x, weight)
+        return dh2 + dx1
+
+    fused, result, _ = fused_count_and_result(step, *ARGS)
+    assert fused == 2
+    assert torch.equal(result, step(*ARGS))
+
+
+@pytest.mark.parametrize("step", [
+    # dx has a second reader: the add cannot take it over.
+    lambda dy, x, w, r: (lambda g: (r + g[0], g[0] * 3))(rms_norm_backward(dy, x, w)),
+    # alpha != 1.
+    lambda dy, x, w, r: torch.add(r, rms_norm_backward(dy, x, w)[0], alpha=2),
+    # The other addend broadcasts (a row), or has another dtype.
+    lambda dy, x, w, r: r[:1] + rms_norm_backward(dy, x, w)[0],
+    lambda dy, x, w, r: r.double() + rms_norm_backward(dy, x, w)[0],
+    # dx added to itself.
+    lambda dy, x, w, r: (lambda dx: dx + dx)(rms_norm_backward(dy, x, w)[0]),
+], ids=["dx-read-twice", "alpha", "broadcast", "dtype", "dx-plus-dx"])
+def test_near_misses_stay_apart(step):
+    fused, result, _ = fused_count_and_result(step, *ARGS)
+    assert fused == 0
+    expected = step(*ARGS)
+    pairs = zip(result, expected) if isinstance(expected, tuple) else [(result, expected)]
+    assert all(torch.equal(a, b) for a, b in pairs)
+
+
+def test_an_addend_computed_after_a_parameter_gradient_is_read_stays_apart():
+    """The call would move to where the addend is defined, after a reader
+    of dweight: the graph would read dweight before it is computed."""
+    def step(dy, x, weight, residual):
+        dx, dweight = rms_norm_backward(dy, x, weight)
+        late = residual * dweight.sum()
+        return late + dx
+
+    fused, result, _ = fused_count_and_result(step, *ARGS)
+    assert fused == 0
+    assert torch.equal(result, step(*ARGS))
+
+
+class ResidualNorms(torch.nn.Module):
+    """Two pre-LN residual steps around norms alone: the backward is fff's
+    norm backward calls and adds, nothing that Inductor could compute with
+    other bits than eager."""
+
+    def __init__(self, width, dtype):
+        super().__init__()
+        self.first = torch.nn.LayerNorm(width, dtype=dtype)
+        self.second = torch.nn.RMSNorm(width, eps=1e-6, dtype=dtype)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.uniform_(0.5, 1.5)
+
+    def forward(self, h):
+        h = h + self.first(h)
+        return h + self.second(h)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_training_graphs_fuse_the_residual_adds_and_keep_the_bits(dtype):
+    """Under the Inductor fallback the backward's residual adds join fff's
+    norm backward calls; the gradients have the bits of the eager fallback,
+    whose adds are torch's own."""
+    torch.manual_seed(0)
+    model = ResidualNorms(96, dtype)
+    x = torch.randn(4, 9, 96, dtype=dtype)
+    dy = torch.randn(4, 9, 96, dtype=dtype)
+    grads = {}
+    for fallback in ("inductor", "eager"):
+        torch._dynamo.reset()
+        trained = copy.deepcopy(model)
+        leaf = x.clone().requires_grad_()
+        torch.compile(trained, backend="fff", options={"fallback": fallback})(leaf).backward(dy)
+        grads[fallback] = [leaf.grad] + [p.grad for p in trained.parameters()]
+    for fused, apart in zip(grads["inductor"], grads["eager"]):
+        assert torch.equal(fused, apart)
+    report = fff.torch.explain(copy.deepcopy(model), x.clone().requires_grad_(), backward=True, print_report=False)
+    assert dict(report.backward_residual_grads) == {"layer_norm_grad": 1, "rms_norm_grad": 1}, str(report)
+    assert "added the residual stream's gradient to dx" in str(report)
+
+
+def test_a_llama_training_step_fuses_its_residual_adds():
+    """Every decoder layer's two RMSNorms are pre-LN: each backward gets the
+    residual gradient; the final norm's input has no other reader."""
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)
+    model = transformers.LlamaForCausalLM(config)
+    ids = torch.randint(0, 64, (2, 16))
+    report = fff.torch.explain(model, ids, backward=True, print_report=False)
+    assert report.backward_calls["rms_norm_grad"] == 5, str(report)
+    assert report.backward_residual_grads["rms_norm_grad"] == 4, str(report)
