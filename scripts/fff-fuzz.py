@@ -42,6 +42,7 @@ import os
 import pathlib
 import random
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -254,6 +255,19 @@ class Failure(Exception):
     pass
 
 
+# Address space per fff-opt or mlir-opt run. A mutant can name a huge static
+# shape (tensor.from_elements of two values as tensor<2147483648xi64>), for
+# which MLIR's parser allocates one type per element: without a cap, whether
+# that ends in bad_alloc, an OOM kill or a slow success depends on the
+# machine's memory, and the upstream check below could disagree with the run
+# that found it.
+MEMORY_CAP_BYTES = 8 << 30
+
+
+def cap_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
+
+
 def run_batch(fff_opt, mode, mutants, timeout):
     """Runs `mutants` through `mode` in one fff-opt; raises Failure with the
     reason when the batch crashes, hangs or leaves unlowered code."""
@@ -261,7 +275,8 @@ def run_batch(fff_opt, mode, mutants, timeout):
     try:
         proc = subprocess.run([fff_opt, "--split-input-file", "--allow-unregistered-dialect",
                                *MODES[mode], "-"], input=text, capture_output=True,
-                              text=True, timeout=timeout, errors="replace")
+                              text=True, timeout=timeout, errors="replace",
+                              preexec_fn=cap_memory)
     except subprocess.TimeoutExpired:
         raise Failure(f"timeout after {timeout} s")
     if proc.returncode < 0:
@@ -298,7 +313,8 @@ def crashes_upstream(reference_opt, mutant, timeout, tries=20):
     for _ in range(tries):
         try:
             proc = subprocess.run([reference_opt, "--split-input-file", "--allow-unregistered-dialect", "-"],
-                                  input=mutant, capture_output=True, text=True, timeout=timeout, errors="replace")
+                                  input=mutant, capture_output=True, text=True, timeout=timeout, errors="replace",
+                                  preexec_fn=cap_memory)
         except subprocess.TimeoutExpired:
             return False
         if proc.returncode < 0 or any(b in proc.stderr for b in CRASH_BANNERS):

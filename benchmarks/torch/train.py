@@ -2,7 +2,8 @@
 """Training through torch.compile(backend="fff") side by side with eager and
 torch.compile's default (Inductor), on the CPU, in one run, same threads.
 
-    PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train.py [--quick] [--models-only|--norms-only]
+    PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train.py [--quick] [--residual]
+        [--models-only|--norms-only]
 
 Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
 4096x4096 and 16384x1024, f32 and bf16: the forward + backward of
@@ -10,6 +11,13 @@ Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
 backward, run again). Each backward's traffic (x, dy, dx, parameters and
 their gradients) over its time is printed as GB/s, beside this machine's
 copy bandwidth (torch's clone of 256 MiB: read + write).
+
+With --residual, each norm is a pre-LN residual step, `h + norm(h)`: the
+backward graph adds the residual's gradient to the norm's dx, which fff's
+backward kernel does as it writes dx (the residual gradient fused,
+_backward_fusion.py); Inductor and eager add it in a pass of their own.
+The traffic counted is the same as the norm's alone: the residual
+gradient is dy itself.
 
 Models: a training step (forward, loss, backward, AdamW step) of a small
 LLaMA-style and BERT-style model from transformers configs, random weights.
@@ -37,6 +45,7 @@ parser.add_argument("--quick", action="store_true", help="smaller shapes and few
 parser.add_argument("--threads", type=int, default=os.cpu_count())
 parser.add_argument("--models-only", action="store_true")
 parser.add_argument("--norms-only", action="store_true")
+parser.add_argument("--residual", action="store_true", help="time h + norm(h), not norm(h)")
 options = parser.parse_args()
 torch.set_num_threads(options.threads)
 # The backward alone is timed by running a retained graph's backward again,
@@ -77,6 +86,17 @@ def relative_error(actual, expected):
     return ((actual.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30)).item()
 
 
+class Residual(torch.nn.Module):
+    """A pre-LN residual step around a norm alone: h + norm(h)."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, h):
+        return h + self.norm(h)
+
+
 def make_norm(kind, hidden, dtype):
     torch.manual_seed(0)
     norm = torch.nn.LayerNorm(hidden) if kind == "layer_norm" else torch.nn.RMSNorm(hidden, eps=1e-6)
@@ -84,7 +104,8 @@ def make_norm(kind, hidden, dtype):
         norm.weight.uniform_(0.5, 1.5)
         if kind == "layer_norm":
             norm.bias.uniform_(-0.5, 0.5)
-    return norm.to(dtype)
+    norm = norm.to(dtype)
+    return Residual(norm) if options.residual else norm
 
 
 def norm_case(kind, rows, hidden, dtype, bandwidth):
@@ -119,7 +140,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     # x, dy, dx, and the parameters read and their gradients written.
     moved = (3 * rows * hidden + 2 * parameters * hidden) * x.element_size()
     best = min(("eager", "inductor"), key=lambda n: bwd[n])
-    label = f"{kind} {str(dtype).replace('torch.', '')} {rows}x{hidden}"
+    label = f"{'h + ' if options.residual else ''}{kind} {str(dtype).replace('torch.', '')} {rows}x{hidden}"
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
           f"{fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | {bwd['inductor']:.2f} | "
           f"{bwd['fff']:.2f} | {bwd['inductor'] / bwd['fff']:.2f}x | {bwd[best] / bwd['fff']:.2f}x ({best}) | "

@@ -161,13 +161,9 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   // tanh in the reference) becomes a libm call.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  // bf16 arithmetic (a fused residual add or mask in bf16) in f32, rounded
-  // to bf16 after each op, as LLVM would promote it, but without its
-  // __truncsfbf2 libcall, which a JIT cannot always resolve.
-  arith::ArithEmulateUnsupportedFloatsOptions bf16InF32;
-  bf16InF32.sourceTypeStrs = {"bf16"};
-  bf16InF32.targetTypeStr = "f32";
-  pm.addPass(arith::createArithEmulateUnsupportedFloats(bf16InF32));
+  // bf16 arithmetic (a residual add or a mask in bf16) in f32, rounded to
+  // bf16 after each op, without LLVM's __truncsfbf2 libcall.
+  pm.addPass(createBf16ArithInF32());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 <-> f32 in integer ops: no libcalls needed
   pm.addPass(arith::createArithExpandOpsPass(expand));

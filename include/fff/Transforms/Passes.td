@@ -274,6 +274,32 @@ def LegalizeKernelMath : Pass<"fff-legalize-kernel-math", "::mlir::ModuleOp"> {
   ];
 }
 
+def Bf16ArithInF32 : Pass<"fff-bf16-arith-in-f32"> {
+  let summary = "bf16 arithmetic as f32 arithmetic rounded after every op";
+  let description = [{
+    Every `arith` op on bf16 (or vectors of it) becomes the same op on f32,
+    its operands extended and its result rounded to bf16 (to nearest even):
+    the value IEEE arithmetic on bf16 gives, and what LLVM's x86 backend
+    would compute, but without its `__truncsfbf2` libcall, which a JIT
+    cannot always resolve. The roundings stay: unlike upstream's
+    `arith-emulate-unsupported-floats`, whose casts it reuses, the casts
+    are not marked `contract`, which would let later folds drop an extf of
+    a truncf and with it the rounding after an op.
+
+    Example:
+
+    ```mlir
+    %s = arith.addf %a, %b : vector<8xbf16>
+    // becomes
+    %wa = arith.extf %a : vector<8xbf16> to vector<8xf32>
+    %wb = arith.extf %b : vector<8xbf16> to vector<8xf32>
+    %ws = arith.addf %wa, %wb : vector<8xf32>
+    %s = arith.truncf %ws : vector<8xf32> to vector<8xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def MaskedHalfAsIntegers
     : Pass<"fff-masked-half-as-integers", "::mlir::ModuleOp"> {
   let summary = "Masked loads and stores of f16/bf16 vectors as i16 ones";

@@ -106,17 +106,22 @@ struct GradRows {
           ValueRange{blocks, n}));
   }
 
-  /// dy's f32 vector at (row, column), under `mask` if given: computed by
-  /// the prologue where there is one.
+  /// dy's f32 vector at (row, column), under `mask` if given, its
+  /// masked-off lanes zero: computed by the prologue where there is one.
   Value loadGradOutput(Value row, Value column, Value mask) {
     if (!prologue)
       return emit.load(dyInputs.front(), {row, column}, mask);
     SmallVector<Value> operands;
     for (Value source : dyInputs)
       operands.push_back(emit.loadRaw(source, {row, column}, mask));
-    return emit.widen(
+    Value dyValue = emit.widen(
         evaluateLaneWise(b, *prologue.getBody(), operands, emit.getLanes())
             .front());
+    // The prologue of zeros need not be zero (dy = grad + c), and the sums
+    // and partials take every lane.
+    return mask ? arith::SelectOp::create(b, mask, dyValue, emit.zeros())
+                      .getResult()
+                : dyValue;
   }
 
   /// Stores dx's f32 vector `value` at (row, column): rounded to dx's type,

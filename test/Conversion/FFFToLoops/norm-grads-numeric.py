@@ -161,7 +161,44 @@ func.func @unfused(%dy: {xt}, %x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt})
         check.close(f"{kind} dh {name}", fused[i], ref[0] + dres, tol, scale=grad_scale(ref[0] + dres, floor))
 
 
+def check_offset_prologue(dtype, shape, flags=()):
+    """A prologue that maps 0 to something else (dy = grad + 0.5), over rows
+    with a ragged tail: the lanes past the row's end must add nothing to
+    its sums."""
+    grad_arr, grad = quantize(rng.standard_normal(shape), dtype)
+    x_arr, x = quantize(rng.standard_normal(shape), dtype)
+    g_arr, g = quantize(rng.standard_normal(shape[-1:]), dtype)
+    dy_arr, _ = quantize(grad + 0.5, dtype)
+    xt, pt = tensor_type(shape, dtype), tensor_type(shape[-1:], dtype)
+    st = tensor_type(list(shape[:-1]) + [1], "f32")
+    mean, rstd = stats(x, 1e-5, 1, "layer_norm")
+    grads = f"""
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %mean, %rstd scale(%g : {pt}) bias_grad : {xt}, {st}
+  %rdx, %rdg = fff.rms_norm_grad %rdy, %x scale(%g : {pt}) : {xt}
+  return %dx, %dg, %db, %rdx, %rdg : {xt}, {pt}, {pt}, {xt}, {pt}
+}}"""
+    signature = f"%x: {xt}, %mean: {st}, %rstd: {st}, %g: {pt}) -> ({xt}, {pt}, {pt}, {xt}, {pt}) {{"
+    mlir = f"""
+func.func @offset(%grad: {xt}, {signature}
+  %half = arith.constant dense<0.5> : {xt}
+  %dy = arith.addf %grad, %half : {xt}
+  %rdy = arith.addf %grad, %half : {xt}{grads}
+func.func @given(%dy: {xt}, {signature}
+  %rdy = arith.addf %dy, %dy : {xt}
+  %c = arith.constant dense<0.5> : {xt}
+  %rdy2 = arith.mulf %rdy, %c : {xt}{grads.replace("%rdy,", "%rdy2,")}"""
+    args = [x_arr, mean, rstd, g_arr]
+    fused = run(mlir, "offset", [grad_arr] + args, 5, extra_flags=flags)
+    # @given's rms dy is (dy + dy) * 0.5 = dy, exactly.
+    apart = run(mlir, "given", [dy_arr] + args, 5, extra_flags=flags)
+    for what, a, e in zip(("dx", "dgamma", "dbeta", "rms dx", "rms dgamma"), fused, apart):
+        check.equal(f"{what} {dtype} {list(shape)} {' '.join(flags)}: dy = grad + 0.5 computed as the rows stream "
+                    f"gives the bits of dy handed in", a, e)
+
+
 for flags in [(), ("--reference",)]:
+    for dtype in ("f32", "bf16"):
+        check_offset_prologue(dtype, (7, 203), flags)
     for dtype in ("f32", "f16", "bf16"):
         check_fused(dtype, (37, 200), (None, 200), flags)
     check_fused("bf16", (3, 4096), (None, 4096), flags)
