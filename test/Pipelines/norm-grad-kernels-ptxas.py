@@ -1,6 +1,8 @@
 # Static checks of the PTX --fff-gpu-pipeline generates for the norm
 # backward ops, over row sizes 1 .. 16392 in f32, f16 and bf16 and a
-# dynamic size, with every parameter gradient and with dx alone:
+# dynamic size, with every parameter gradient and with dx alone, and for
+# their fused units (a dropout mask on dy and a residual add on dx in f32;
+# LLaMA's bf16 RMSNorm between f32 gradients, dy cast down, dx cast up):
 #   - ptxas accepts every kernel for sm_90, with no spills and no stack
 #     frame;
 #   - each op is one dx-and-partials kernel and, where a parameter gradient
@@ -11,6 +13,8 @@
 #
 # REQUIRES: ptxas
 # RUN: %python %s fff-opt fff-translate %ptxas | FileCheck %s
+# CHECK: fused_layer_norm_grad_f32_4096_block_per_row {{.*}} no spills
+# CHECK: fused_rms_norm_grad_bf16_16392_looped {{.*}} no spills
 # CHECK: layer_norm_grad_bf16_768_block_per_row {{.*}} no spills
 # CHECK: rms_norm_grad_f32_4096_block_per_row {{.*}} no spills
 # CHECK: all {{[0-9]+}} checks passed
@@ -42,14 +46,40 @@ for dtype in DTYPES:
         expected += [("layer_norm_grad", dtype, hidden, True), ("rms_norm_grad", dtype, hidden, True),
                      ("rms_norm_grad", dtype, hidden, False)]
 
+for hidden in HIDDEN:
+    f, b = f"tensor<?x{hidden or '?'}xf32>", f"tensor<?x{hidden or '?'}xbf16>"
+    pf, pb = f"tensor<{hidden or '?'}xf32>", f"tensor<{hidden or '?'}xbf16>"
+    s = "tensor<?x1xf32>"
+    name = hidden or "dynamic"
+    functions.append(
+        f"func.func @fused_ln_{name}(%grad: {f}, %mask: {f}, %x: {f}, %m: {s}, %r: {s}, %g: {pf}, %dres: {f})"
+        f" -> ({f}, {pf}, {pf}) {{\n"
+        f"  %dy = arith.mulf %grad, %mask : {f}\n"
+        f"  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : {pf}) bias_grad : {f}, {s}\n"
+        f"  %dh = arith.addf %dres, %dx : {f}\n"
+        f"  return %dh, %dg, %db : {f}, {pf}, {pf}\n}}\n"
+        f"func.func @fused_rms_{name}(%grad: {f}, %x: {b}, %g: {pb}, %dres: {f}) -> ({f}, {pb}) {{\n"
+        f"  %dy = arith.truncf %grad : {f} to {b}\n"
+        f"  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : {pb}) : {b}\n"
+        f"  %wide = arith.extf %dx : {b} to {f}\n"
+        f"  %dh = arith.addf %wide, %dres : {f}\n"
+        f"  return %dh, %dg : {f}, {pb}\n}}\n")
+    expected += [("fused_layer_norm_grad", "f32", hidden, True), ("fused_rms_norm_grad", "bf16", hidden, True)]
+
 ptx, accepted, info, bodies, resources = compile_and_assemble(fff_opt, fff_translate, ptxas,
                                                               "\n".join(functions))
 checks = Checks()
 check = checks.check
 check(accepted, f"ptxas rejected the module:\n{info}")
-column_sums = sum(1 for *_, params in expected if params)
-check(ptx.count(".entry") == len(expected) + column_sums,
-      f"{ptx.count('.entry')} .entry for {len(expected)} ops, {column_sums} with parameter gradients")
+# Column sums depend only on the type and size: a fused unit's are those of
+# the unfused op of its size (the kernel module holds one of each).
+column_sums = {f"{op.removeprefix('fused_')}_{dtype}_{hidden or 'dynamic'}_column_sums"
+               for op, dtype, hidden, params in expected if params}
+check(sum(1 for name in bodies if name.startswith("fused_")) == len(HIDDEN) * 2,
+      "not every fused unit is one fused kernel")
+check(sum(1 for name in bodies if "column_sums" not in name) == len(expected),
+      f"{len(bodies)} kernels for {len(expected)} ops")
+check(column_sums <= set(bodies), f"no column sums kernel for {sorted(column_sums - set(bodies))}")
 check("__nv_" not in ptx, "a libdevice call in the PTX")
 check(re.search(r"^\s*(atom|red)\.", ptx, re.M) is None, "an atomic in the PTX")
 

@@ -14,12 +14,18 @@
 #     none (dgamma and dbeta are then exactly zero);
 #   - inputs inside larger allocations, two normalized dims, a large common
 #     offset;
-#   - a second call gives the same bits.
+#   - a second call gives the same bits;
+#   - fused backward units (fff-fuse-norms forms them from the unfused ops
+#     written here): dy = grad * mask (a dropout mask with its scale) and
+#     dh = dres + dx in f32, and LLaMA's bf16 RMSNorm between an f32
+#     gradient and an f32 residual stream (dy cast down, dx cast up), each
+#     one fused kernel for dh that never stores dy or dx.
 #
 # REQUIRES: numpy, torch
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %emulator %fff_src_root/scripts/fff-aot.sh %t | FileCheck %s
 # CHECK: norm backward kernels run: block_per_row, column_sums, looped, warp_per_row
+# CHECK: fused norm backward kernels run: block_per_row, looped, warp_per_row
 # CHECK: all {{[0-9]+}} checks passed
 
 import os
@@ -89,8 +95,8 @@ def statistics(x, nr, kind, eps):
     return mean.astype(np.float32), (1.0 / np.sqrt(var + eps)).astype(np.float32)
 
 
-def run(function, inputs, outputs):
-    out = emulated.call(device, library, function, inputs, outputs, pads=(64, 64))
+def run(function, inputs, outputs, lib=None):
+    out = emulated.call(device, lib or library, function, inputs, outputs, pads=(64, 64))
     if isinstance(out, str):
         check.failures.append(f"{function}: {out}")
         return None
@@ -160,10 +166,82 @@ check_case("f32", (512,), (512,), 2200)
 check_case("bf16", (512,), (512,), 2200)
 check_case("f32", (768,), (768,), 16, offset=100.0)
 
-kinds = set()
-for kernel in emulated.launches(stats_file):
-    match = re.search(r"norm_grad_\w+?_(?:\d+|dynamic)_(warp_per_row|block_per_row|looped|column_sums)", kernel)
+
+
+def fused_functions(name, hidden):
+    """The unfused ops of a backward's fused unit; the pipeline fuses them."""
+    f32, bf16 = tensor_type((None, hidden), "f32"), tensor_type((None, hidden), "bf16")
+    pf, pb = tensor_type((hidden,), "f32"), tensor_type((hidden,), "bf16")
+    st = tensor_type((None, 1), "f32")
+    return f"""
+func.func @dropout_residual_{name}(%grad: {f32}, %mask: {f32}, %x: {f32}, %m: {st}, %r: {st}, %g: {pf},
+                                   %dres: {f32}) -> ({f32}, {pf}, {pf}) {{
+  %dy = arith.mulf %grad, %mask : {f32}
+  %dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : {pf}) bias_grad : {f32}, {st}
+  %dh = arith.addf %dres, %dx : {f32}
+  return %dh, %dg, %db : {f32}, {pf}, {pf}
+}}
+func.func @llama_casts_{name}(%grad: {f32}, %x: {bf16}, %g: {pb}, %dres: {f32}) -> ({f32}, {pb}) {{
+  %dy = arith.truncf %grad : {f32} to {bf16}
+  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : {pb}) {{epsilon = 1.0e-06 : f32}} : {bf16}
+  %wide = arith.extf %dx : {bf16} to {f32}
+  %dh = arith.addf %wide, %dres : {f32}
+  return %dh, %dg : {f32}, {pb}
+}}"""
+
+
+FUSED_HIDDEN = (256, 768, 4096, 8196, None)
+fused_library = emulated.build(aot, work, "fused", [fused_functions(str(h or "dynamic"), h) for h in FUSED_HIDDEN])
+
+
+def check_fused(hidden, rows):
+    name, width = str(hidden or "dynamic"), hidden or 1000
+    shape, row = (rows, width), (width,)
+    label = f"{list(shape)}{' (dynamic)' if hidden is None else ''}"
+    x_arr, x = quantize(rng.standard_normal(shape) * 2.0, "f32")
+    grad = rng.standard_normal(shape).astype(np.float32)
+    mask = np.where(rng.random(shape) < 0.1, 0.0, 1.0 / 0.9).astype(np.float32)
+    dres = rng.standard_normal(shape).astype(np.float32)
+    g_arr, g = quantize(rng.uniform(0.5, 1.5, row), "f32")
+    mean, rstd = statistics(x, 1, "layer_norm", 1e-5)
+    out = run(f"dropout_residual_{name}", [grad, mask, x_arr, mean, rstd, g_arr, dres],
+              [(shape, np.float32), (row, np.float32), (row, np.float32)], fused_library)
+    if out is not None:
+        dy = (grad * mask).astype(np.float64)  # the product in f32, as the kernel rounds it
+        ref = norm_grads_ref("layer_norm", x, dy, g, np.zeros(row), 1e-5, 1)
+        floor = np.abs(dy * g) * rstd
+        check.close(f"fused dropout + residual dh {label}", out[0], dres + ref[0], 2e-5,
+                    scale=grad_scale(dres + ref[0], floor))
+        check.close(f"fused dropout + residual dgamma {label}", out[1], ref[1], 2e-5,
+                    scale=grad_scale(ref[1], 1e-3 * (np.abs(dy) * (np.abs(x) + np.abs(mean)) * rstd).sum(axis=0)))
+        check.close(f"fused dropout + residual dbeta {label}", out[2], ref[2], 2e-5, scale=grad_scale(ref[2], ref[2]))
+    xb_arr, xb = quantize(rng.standard_normal(shape), "bf16")
+    gb_arr, gb = quantize(rng.uniform(0.5, 1.5, row), "bf16")
+    out = run(f"llama_casts_{name}", [grad, xb_arr, gb_arr, dres], [(shape, np.float32), (row, np.uint16)],
+              fused_library)
+    if out is not None:
+        dy = dequantize(quantize(grad, "bf16")[0], "bf16")
+        ref = norm_grads_ref("rms_norm", xb, dy, gb, None, 1e-6, 1)
+        _, rms_rstd = statistics(xb, 1, "rms_norm", 1e-6)
+        check.close(f"fused bf16 casts + residual dh {label}", out[0], dres + ref[0], TOLERANCE["bf16"],
+                    scale=grad_scale(dres + ref[0], np.abs(dy * gb) * rms_rstd))
+        check.close(f"fused bf16 casts + residual dgamma {label}", dequantize(out[1], "bf16"), ref[1],
+                    TOLERANCE["bf16"], scale=grad_scale(ref[1], 1e-3 * np.abs(dy * xb * rms_rstd).sum(axis=0)))
+
+
+fused_launches = len(emulated.launches(stats_file))
+for hidden in FUSED_HIDDEN:
+    for rows in (5, 300):
+        check_fused(hidden, rows)
+
+kinds, fused_kinds = set(), set()
+for i, kernel in enumerate(emulated.launches(stats_file)):
+    match = re.search(r"(fused_)?\w*norm_grad_\w+?_(?:\d+|dynamic)_(warp_per_row|block_per_row|looped|column_sums)",
+                      kernel)
     if match:
-        kinds.add(match.group(1))
+        (fused_kinds if match.group(1) else kinds).add(match.group(2))
+    elif i >= fused_launches:
+        check.failures.append(f"a fused case launched {kernel}, not a fused norm backward kernel")
 print("norm backward kernels run: " + ", ".join(sorted(kinds)))
+print("fused norm backward kernels run: " + ", ".join(sorted(fused_kinds)))
 check.finish()

@@ -59,7 +59,7 @@ namespace {
 /// Why `unit` cannot become one GPU kernel yet, or "" if it can.
 std::string unsupportedOnGPU(FusionOp unit) {
   if (unit.isBackward())
-    return "a norm backward (its kernels take dy and write dx as they are)";
+    return whyNormGradUnitIsNotOneKernel(unit);
   Operation *norm = unit.getNorm();
   auto layerNorm = dyn_cast<LayerNormOp>(norm);
   if (layerNorm && layerNorm.getReturnStats())
@@ -347,6 +347,10 @@ struct FusionToGPU : NormToGPUPattern<FusionOp> {
   LogicalResult
   matchAndRewrite(FusionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // Backward units have no twin: the CPU path takes them.
+    if (op.isBackward())
+      return cpuTwin ? failure()
+                     : lowerNormGradUnit(op, adaptor.getInputs(), rewriter);
     return lowerFusion(op, adaptor.getInputs(), rewriter, cpuTwin);
   }
 };
@@ -432,16 +436,20 @@ struct ConvertFFFToGPUPass
     // Units the kernel emitter can evaluate become one kernel; in twin mode
     // the others (split above otherwise) stay, to run on the CPU. So do
     // tree ops whose shapes no tree kernel takes.
-    target.addDynamicallyLegalOp<FusionOp>([](FusionOp op) {
-      return !op.getTreeLayer() && !unsupportedOnGPU(op).empty();
+    target.addDynamicallyLegalOp<FusionOp>([twin = bool(cpuTwin)](FusionOp op) {
+      return !op.getTreeLayer() &&
+             ((twin && op.isBackward()) || !unsupportedOnGPU(op).empty());
     });
     target.addDynamicallyLegalOp<TreeFFNOp, LeafTreeFFNOp>([](Operation *op) {
       return op->getParentOfType<FusionOp>() ||
              !whyTreeOpHasNoGPUKernel(op).empty();
     });
-    // Backward ops have GPU kernels and no twins.
+    // Backward ops have GPU kernels and no twins; one in a unit waits for
+    // the unit's kernels.
     target.addDynamicallyLegalOp<LayerNormGradOp, RMSNormGradOp>(
-        [twin = bool(cpuTwin)](Operation *) { return twin; });
+        [twin = bool(cpuTwin)](Operation *op) {
+          return twin || op->getParentOfType<FusionOp>() != nullptr;
+        });
     target.addDynamicallyLegalOp<TreeFFNGradOp>(
         [twin = bool(cpuTwin)](TreeFFNGradOp op) {
           return twin || !whyTreeGradHasNoGPUKernel(op).empty();

@@ -221,6 +221,10 @@ namespace {
 /// by test/Pipelines/norm-grad-kernels-ptxas.py).
 constexpr int64_t kGradRegistersPerElement = 4;
 constexpr int64_t kGradRowRegisters = 64;
+/// What each further row buffer of a fused unit takes from the row state:
+/// its 64-bit pointer and row address (f32 LayerNorm at 4096, with a mask
+/// and a residual gradient, spilled at 64).
+constexpr int64_t kGradRegistersPerExtraStream = 4;
 constexpr int64_t kGradMaxRegisters = 128;
 /// Warp-per-row backward blocks: eight rows in flight a block.
 constexpr int64_t kGradWarpsPerBlock = 8;
@@ -248,7 +252,8 @@ DictionaryAttr NormGradStrategy::columnSumsAttr(MLIRContext *context) const {
 }
 
 NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
-                                             Type elementType) {
+                                             Type elementType,
+                                             int64_t extraRowStreams) {
   auto blocksFor = [](int64_t threads) {
     return kMultiprocessors *
            std::max<int64_t>(1, kGradThreadsPerMultiprocessor / threads);
@@ -265,7 +270,10 @@ NormGradStrategy fff::selectNormGradStrategy(std::optional<int64_t> rowSize,
 
   int64_t vectorWidth = vectorWidthFor(rowSize, elementType);
   int64_t vectors = *rowSize / vectorWidth;
-  int64_t elementsPerThread = kGradRowRegisters / kGradRegistersPerElement;
+  int64_t rowRegisters = std::max<int64_t>(
+      kGradRegistersPerElement,
+      kGradRowRegisters - kGradRegistersPerExtraStream * extraRowStreams);
+  int64_t elementsPerThread = rowRegisters / kGradRegistersPerElement;
   int64_t vectorsPerThreadLimit =
       std::max<int64_t>(1, elementsPerThread / vectorWidth);
 

@@ -120,6 +120,17 @@ private:
     vector::StoreOp::create(b, value, buffer, indices, /*nontemporal=*/false,
                             alignment(elementType));
   }
+  /// dy's vector at `chunk` of row `r`, in its storage type.
+  Value loadGradOutput(Value r, Value chunk) {
+    return p.loadGradOutput ? p.loadGradOutput(b, r, chunk)
+                            : load(p.gradOutput, r, chunk);
+  }
+  /// Stores (or hands to the unit's epilogue) dx's f32 vector.
+  void storeGradInput(Value dx, Value r, Value chunk) {
+    if (p.storeGradInput)
+      return p.storeGradInput(b, r, chunk, dx);
+    store(dx, p.gradInput, r, chunk);
+  }
   void ifThen(Value condition, function_ref<void()> body) {
     inside(scf::IfOp::create(b, condition).getThenRegion(), body);
   }
@@ -224,10 +235,10 @@ private:
     return owned;
   }
 
-  /// A vector of `buffer`'s row `r` at `o`, zero past the row, in the
-  /// storage type: two 16-bit values a register, widened at each use.
-  Value loadOwned(Value buffer, Value r, const Owned &o) {
-    Value raw = load(buffer, r, o.loadChunk);
+  /// `raw`, the vector loaded (or computed) at `o.loadChunk`, zero past
+  /// the row, in the storage type: two 16-bit values a register, widened
+  /// at each use.
+  Value zeroPastRow(Value raw, const Owned &o) {
     auto type = cast<VectorType>(raw.getType());
     Value zero = arith::ConstantOp::create(
         b, DenseElementsAttr::get(type,
@@ -248,8 +259,8 @@ private:
       // than held.
       SmallVector<Value> xs, dys;
       for (const Owned &o : owned) {
-        xs.push_back(loadOwned(p.input, r, o));
-        dys.push_back(loadOwned(p.gradOutput, r, o));
+        xs.push_back(zeroPastRow(load(p.input, r, o.loadChunk), o));
+        dys.push_back(zeroPastRow(loadGradOutput(r, o.loadChunk), o));
       }
       auto x = [&](size_t i) { return widen(xs[i]); };
       auto dy = [&](size_t i) { return widen(dys[i]); };
@@ -278,7 +289,7 @@ private:
                   partialTerm(partial.timesXhat, x(i), dy(i), scalars)));
       for (auto [i, o] : llvm::enumerate(owned)) {
         Value dx = gradInput(x(i), g(i), scalars);
-        ifThen(o.inRow, [&] { store(dx, p.gradInput, r, o.chunk); });
+        ifThen(o.inRow, [&] { storeGradInput(dx, r, o.chunk); });
       }
       // Without partial sums the loop has no results, and its builder
       // made its yield.
@@ -353,7 +364,7 @@ private:
         inside(loop.getRegion(), [&] {
           Value chunk = loop.getInductionVar();
           Value x = widen(load(p.input, r, chunk));
-          Value g = scaled(widen(load(p.gradOutput, r, chunk)), chunk);
+          Value g = scaled(widen(loadGradOutput(r, chunk)), chunk);
           SmallVector<Value> next;
           for (auto [total, term] :
                llvm::zip(loop.getRegionIterArgs(), rowTerms(x, g, scalars)))
@@ -365,8 +376,8 @@ private:
       finishScalars(scalars, sums);
       forEachOwnedVector([&](Value chunk) {
         Value x = widen(load(p.input, r, chunk));
-        Value dy = widen(load(p.gradOutput, r, chunk));
-        store(gradInput(x, scaled(dy, chunk), scalars), p.gradInput, r, chunk);
+        Value dy = widen(loadGradOutput(r, chunk));
+        storeGradInput(gradInput(x, scaled(dy, chunk), scalars), r, chunk);
         for (const Partial &partial : partials)
           store(add(load(partial.buffer, block, chunk),
                     partialTerm(partial.timesXhat, x, dy, scalars)),

@@ -14,6 +14,7 @@
 #include "fff/Conversion/FFFToGPU/KernelStrategy.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <functional>
 #include <optional>
 
 namespace fff {
@@ -24,7 +25,9 @@ struct NormGradProblem {
   bool subtractMean; // layer_norm_grad; rms_norm_grad does not centre
   /// rms_norm_grad's epsilon, for the rstd it recomputes when `rstd` is null.
   float epsilon;
-  mlir::Value gradOutput, input, gamma; // [rows, rowSize], .., [rowSize]|null
+  /// [rows, rowSize], .., [rowSize]|null; dy and dx are null where a
+  /// fused unit computes and consumes them.
+  mlir::Value gradOutput, input, gamma;
   mlir::Value mean, rstd;               // [rows] f32; null when absent
   mlir::Value gradInput;                // [rows, rowSize]
   /// [blocks, rowSize] f32: the blocks' partial sums of dy * xhat (for
@@ -33,6 +36,17 @@ struct NormGradProblem {
   mlir::Value rows, rowSize; // index values
   std::optional<int64_t> staticRowSize;
   mlir::Type elementType;
+
+  /// Where a fused unit computes dy per vector instead of loading
+  /// `gradOutput` (a vector in dy's storage type), and consumes dx instead
+  /// of storing it in `gradInput` (an f32 vector): given the row and the
+  /// vector index.
+  std::function<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value row,
+                            mlir::Value chunk)>
+      loadGradOutput;
+  std::function<void(mlir::ImplicitLocOpBuilder &, mlir::Value row,
+                     mlir::Value chunk, mlir::Value gradInput)>
+      storeGradInput;
 };
 
 /// The first kernel's body: `threadId` and `blockId` are the thread's;

@@ -6,6 +6,12 @@
 // The partial rows are a scratch buffer of the host function, freed by
 // the pipeline's deallocation like any other.
 //
+// A backward's fused unit (fff.fusion around a norm backward) is the same
+// two kernels: the first computes dy from the unit's inputs per vector as
+// it reads it (the prologue: a dropout mask and scale, a cast) and feeds dx
+// to the unit's epilogue as it writes it (the residual gradient's add, a
+// cast), so that neither dy nor dx goes through memory.
+//
 //===----------------------------------------------------------------------===//
 
 #include "NormGradsToGPU.h"
@@ -13,11 +19,14 @@
 #include "LaneEmitter.h"
 #include "NormGradKernel.h"
 #include "RowView.h"
+#include "UnitEvaluator.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -25,7 +34,8 @@ using namespace fff;
 
 namespace {
 
-/// What one backward op is, in the terms of its kernels.
+/// What one backward op is, in the terms of its kernels. `gradOutput` is
+/// null where a fused unit computes dy.
 struct GradOperands {
   Value gradOutput, input, mean, rstd, gamma;
   float epsilon;
@@ -33,12 +43,73 @@ struct GradOperands {
   bool subtractMean;
 };
 
-/// `prefix_<type>_<row size>_<what>`: what a profiler should show.
-std::string kernelName(Operation *op, Type elementType,
+/// `op`'s operands as `lookup` maps them (null ones stay null).
+GradOperands gradOperands(Operation *op, function_ref<Value(Value)> lookup) {
+  auto find = [&](Value v) { return v ? lookup(v) : Value(); };
+  if (auto layerNorm = dyn_cast<LayerNormGradOp>(op))
+    return {find(layerNorm.getGradOutput()),
+            find(layerNorm.getInput()),
+            find(layerNorm.getMean()),
+            find(layerNorm.getRstd()),
+            find(layerNorm.getGamma()),
+            /*epsilon=*/0.0f,
+            int64_t(layerNorm.getNormalizedRank()),
+            /*subtractMean=*/true};
+  auto rmsNorm = cast<RMSNormGradOp>(op);
+  return {find(rmsNorm.getGradOutput()),
+          find(rmsNorm.getInput()),
+          /*mean=*/Value(),
+          find(rmsNorm.getRstd()),
+          find(rmsNorm.getGamma()),
+          rmsNorm.getEpsilon().convertToFloat(),
+          int64_t(rmsNorm.getNormalizedRank()),
+          /*subtractMean=*/false};
+}
+
+int64_t normalizedRankOf(Operation *gradOp) {
+  if (auto layerNorm = dyn_cast<LayerNormGradOp>(gradOp))
+    return layerNorm.getNormalizedRank();
+  return cast<RMSNormGradOp>(gradOp).getNormalizedRank();
+}
+
+/// A backward's fused unit as its kernels see it: the buffers its
+/// evaluator reads (one per unit input, null for those only the backward
+/// op reads) and, per unit result computed per vector, the value and the
+/// [rows, rowSize] matrix it is stored in.
+struct GradUnit {
+  FusionOp unit;
+  SmallVector<Value> buffers;
+  SmallVector<std::pair<Value, unsigned>> rowResults; // value, buffer index
+};
+
+/// How many more [rows, rowSize] buffers than x, dy and dx the kernel of
+/// `unit` (around the backward op `op`) reads and writes: the row inputs
+/// its pointwise ops read, its row results, and dy where it is an input.
+int64_t extraRowStreams(FusionOp unit, Operation *op) {
+  ArrayRef<int64_t> rowShape =
+      cast<RankedTensorType>(op->getOperand(1).getType()).getShape();
+  auto isRow = [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape() == rowShape;
+  };
+  Block &body = unit.getBody().front();
+  int64_t streams = 1 + isa<BlockArgument>(op->getOperand(0)); // x, dy
+  for (BlockArgument arg : body.getArguments())
+    if (isRow(arg) && llvm::any_of(arg.getUsers(),
+                                   [&](Operation *user) { return user != op; }))
+      ++streams;
+  for (Value yielded : body.getTerminator()->getOperands())
+    if (isRow(yielded))
+      ++streams;
+  return std::max<int64_t>(0, streams - 3);
+}
+
+/// `[fused_]prefix_<type>_<row size>_<what>`: what a profiler should show.
+std::string kernelName(Operation *op, bool fused, Type elementType,
                        std::optional<int64_t> rowSize, StringRef what) {
   std::string name;
   llvm::raw_string_ostream os(name);
-  os << op->getName().stripDialect() << "_" << elementType << "_";
+  os << (fused ? "fused_" : "") << op->getName().stripDialect() << "_"
+     << elementType << "_";
   if (rowSize)
     os << *rowSize;
   else
@@ -47,19 +118,51 @@ std::string kernelName(Operation *op, Type elementType,
   return name;
 }
 
+/// Points the kernel's dy and dx paths at `unit`'s prologue and epilogue:
+/// dy is computed from the unit's inputs, and every row result of the unit
+/// from dx (rounded to its type) and those inputs.
+void bindGradUnit(NormGradProblem &p, Operation *gradOp, const GradUnit &unit,
+                  int64_t width) {
+  FusionOp fusion = unit.unit;
+  SmallVector<Value> buffers = unit.buffers;
+  Value dy = gradOp->getOperand(0), dx = gradOp->getResult(0);
+  if (!isa<BlockArgument>(dy))
+    p.loadGradOutput = [=](ImplicitLocOpBuilder &b, Value row, Value chunk) {
+      return UnitVectorEvaluator(b, fusion, buffers, width, row, chunk).get(dy);
+    };
+  SmallVector<std::pair<Value, unsigned>> rowResults = unit.rowResults;
+  p.storeGradInput = [=](ImplicitLocOpBuilder &b, Value row, Value chunk,
+                         Value gradInput) {
+    UnitVectorEvaluator evaluate(b, fusion, buffers, width, row, chunk);
+    Type elementType = getElementTypeOrSelf(dx.getType());
+    if (!elementType.isF32())
+      gradInput = arith::TruncFOp::create(
+          b, VectorType::get({width}, elementType), gradInput);
+    evaluate.seed(dx, gradInput);
+    for (auto [value, buffer] : rowResults)
+      evaluate.store(evaluate.get(value), buffers[buffer]);
+  };
+}
+
 /// Builds (or finds, for a repeated layer) the dx and partials kernel and
 /// launches it on `blocks` blocks.
 void launchGradKernel(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
                       Operation *op, const NormGradStrategy &strategy,
-                      const NormGradProblem &host, Value blocks) {
+                      const NormGradProblem &host, const GradUnit *unit,
+                      Value blocks) {
   NormGradProblem inKernel = host;
-  KernelParameters parameters(
-      {&inKernel.gradOutput, &inKernel.input, &inKernel.gamma, &inKernel.mean,
-       &inKernel.rstd, &inKernel.gradInput, &inKernel.gammaPartials,
-       &inKernel.betaPartials, &inKernel.rows, &inKernel.rowSize});
+  GradUnit unitInKernel = unit ? *unit : GradUnit();
+  SmallVector<Value *> fields{&inKernel.gradOutput,    &inKernel.input,
+                              &inKernel.gamma,         &inKernel.mean,
+                              &inKernel.rstd,          &inKernel.gradInput,
+                              &inKernel.gammaPartials, &inKernel.betaPartials,
+                              &inKernel.rows,          &inKernel.rowSize};
+  for (Value &buffer : unitInKernel.buffers)
+    fields.push_back(&buffer);
+  KernelParameters parameters(fields);
   const NormStrategy &row = strategy.row;
   KernelSpec spec;
-  spec.name = kernelName(op, host.elementType, host.staticRowSize,
+  spec.name = kernelName(op, unit, host.elementType, host.staticRowSize,
                          NormStrategy::kindName(row.kind));
   spec.threadsPerBlock = row.threadsPerBlock();
   spec.maxRegisters = row.maxRegisters;
@@ -75,10 +178,14 @@ void launchGradKernel(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
       spec.workgroupBuffers.push_back(
           workgroupBufferType({*host.staticRowSize}, f32));
   }
+  // A fused unit's kernel is made from the whole unit.
+  Operation *source = unit ? unitInKernel.unit.getOperation() : op;
   gpu::GPUFuncOp kernel = kernelFor(
-      rewriter, op, spec, parameters,
+      rewriter, source, spec, parameters,
       [&](ImplicitLocOpBuilder &kb, gpu::GPUFuncOp kernel, Value threadId,
           Value blockId) {
+        if (unit)
+          bindGradUnit(inKernel, op, unitInKernel, row.vectorWidth);
         ArrayRef<BlockArgument> shared = kernel.getWorkgroupAttributions();
         Value partials = needsSharedPartials ? Value(shared.front()) : Value();
         SmallVector<Value> columns(shared.take_back(sharedColumns).begin(),
@@ -102,8 +209,8 @@ void launchColumnSums(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
     addresses.push_back(&field);
   KernelParameters parameters(addresses);
   KernelSpec spec;
-  spec.name =
-      kernelName(op, host.elementType, host.staticRowSize, "column_sums");
+  spec.name = kernelName(op, /*fused=*/false, host.elementType,
+                         host.staticRowSize, "column_sums");
   spec.threadsPerBlock = strategy.columnThreads;
   spec.maxRegisters = NormStrategy::kMaxRegistersPerThread;
   spec.strategy = strategy.columnSumsAttr(rewriter.getContext());
@@ -123,18 +230,24 @@ void launchColumnSums(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
   launchKernel(b, kernel, blocks, spec.threadsPerBlock, parameters.operands());
 }
 
+/// Lowers the backward op `op` (operands `in`) to its kernels. With a
+/// `unitInputs`, `op` is the backward in the fused unit `unit`, whose
+/// inputs they are, and the unit is replaced; otherwise `op` is.
 LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
-                            ConversionPatternRewriter &rewriter) {
+                            ConversionPatternRewriter &rewriter,
+                            FusionOp unit = {}, ValueRange unitInputs = {}) {
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   RowView view(b, in.input, in.normalizedRank);
   NormGradStrategy strategy =
-      selectNormGradStrategy(view.staticRowSize, view.elementType());
+      selectNormGradStrategy(view.staticRowSize, view.elementType(),
+                             unit ? extraRowStreams(unit, op) : 0);
   NormGradProblem problem;
   problem.subtractMean = in.subtractMean;
   problem.epsilon = in.epsilon;
   problem.elementType = view.elementType();
   problem.input = view.matrix;
-  problem.gradOutput = view.matrixOf(b, in.gradOutput);
+  if (in.gradOutput)
+    problem.gradOutput = view.matrixOf(b, in.gradOutput);
   problem.gamma = collapsedBuffer(b, in.gamma, view.paramGroups);
   auto rowStatistics = [&](Value stats) -> Value {
     if (!stats)
@@ -148,10 +261,16 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
   problem.rowSize = view.rowSize;
   problem.staticRowSize = view.staticRowSize;
 
-  Value dx =
-      view.allocResult(b, cast<RankedTensorType>(op->getResult(0).getType()));
-  problem.gradInput = view.outputMatrix(b, dx);
-  SmallVector<Value> results{RowView::toTensor(b, dx)};
+  // dx, unless a unit consumes it.
+  SmallVector<Value> opResults;
+  if (!unit) {
+    Value dx =
+        view.allocResult(b, cast<RankedTensorType>(op->getResult(0).getType()));
+    problem.gradInput = view.outputMatrix(b, dx);
+    opResults.push_back(RowView::toTensor(b, dx));
+  } else {
+    opResults.push_back(Value());
+  }
 
   // Each used parameter gradient gets its partial rows and a buffer of the
   // normalized shape; one nothing uses is an empty tensor.
@@ -167,13 +286,13 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
         extents.push_back(getValueOrCreateConstantIndexOp(
             b, b.getLoc(), view.originalSizes[leadingRank + d]));
     if (result.use_empty()) {
-      results.push_back(tensor::EmptyOp::create(
+      opResults.push_back(tensor::EmptyOp::create(
           b, type.getShape(), type.getElementType(), extents));
       continue;
     }
     Value gradient = memref::AllocOp::create(
         b, MemRefType::get(type.getShape(), type.getElementType()), extents);
-    results.push_back(RowView::toTensor(b, gradient));
+    opResults.push_back(RowView::toTensor(b, gradient));
     gradients.push_back(RowView::flatBuffer(b, gradient));
     SmallVector<int64_t> partialShape{
         ShapedType::kDynamic,
@@ -188,44 +307,123 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
         partials.back();
   }
 
-  launchGradKernel(rewriter, b, op, strategy, problem, blocks);
+  if (!unit) {
+    launchGradKernel(rewriter, b, op, strategy, problem, /*unit=*/nullptr,
+                     blocks);
+    if (!partials.empty())
+      launchColumnSums(rewriter, b, op, strategy, problem, partials, gradients);
+    rewriter.replaceOp(op, opResults);
+    return success();
+  }
+
+  // The unit's buffers: its inputs that anything but the backward op reads
+  // (rows as [rows, rowSize], parameters as [rowSize]), then one matrix per
+  // result computed per vector. Its parameter gradients are the op's.
+  GradUnit gradUnit{unit, {}, {}};
+  Block &body = unit.getBody().front();
+  auto rowShape = cast<RankedTensorType>(op->getOperand(1).getType());
+  for (auto [arg, input] : llvm::zip(body.getArguments(), unitInputs)) {
+    bool onlyByOp = llvm::all_of(arg.getUsers(),
+                                 [&](Operation *user) { return user == op; });
+    bool isRow =
+        cast<RankedTensorType>(arg.getType()).getShape() == rowShape.getShape();
+    gradUnit.buffers.push_back(
+        onlyByOp ? Value()
+                 : collapsedBuffer(
+                       b, input, isRow ? view.matrixGroups : view.paramGroups));
+  }
+  SmallVector<Value> results;
+  for (Value yielded : body.getTerminator()->getOperands()) {
+    auto result = dyn_cast<OpResult>(yielded);
+    if (result && result.getOwner() == op && result.getResultNumber() > 0) {
+      results.push_back(opResults[result.getResultNumber()]);
+      continue;
+    }
+    Value buffer =
+        view.allocResult(b, cast<RankedTensorType>(yielded.getType()));
+    results.push_back(RowView::toTensor(b, buffer));
+    gradUnit.rowResults.push_back({yielded, unsigned(gradUnit.buffers.size())});
+    gradUnit.buffers.push_back(view.outputMatrix(b, buffer));
+  }
+  launchGradKernel(rewriter, b, op, strategy, problem, &gradUnit, blocks);
   if (!partials.empty())
     launchColumnSums(rewriter, b, op, strategy, problem, partials, gradients);
-  rewriter.replaceOp(op, results);
+  rewriter.replaceOp(unit, results);
   return success();
 }
 
-struct LayerNormGradToGPU : OpConversionPattern<LayerNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+template <typename Op> struct NormGradToGPU : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    IRMapping converted;
+    converted.map(op->getOperands(), adaptor.getOperands());
     return lowerNormGrad(
-        op,
-        {adaptor.getGradOutput(), adaptor.getInput(), adaptor.getMean(),
-         adaptor.getRstd(), adaptor.getGamma(), /*epsilon=*/0.0f,
-         int64_t(op.getNormalizedRank()), /*subtractMean=*/true},
+        op, gradOperands(op, [&](Value v) { return converted.lookup(v); }),
         rewriter);
-  }
-};
-
-struct RMSNormGradToGPU : OpConversionPattern<RMSNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    return lowerNormGrad(op,
-                         {adaptor.getGradOutput(), adaptor.getInput(),
-                          /*mean=*/Value(), adaptor.getRstd(),
-                          adaptor.getGamma(), op.getEpsilon().convertToFloat(),
-                          int64_t(op.getNormalizedRank()),
-                          /*subtractMean=*/false},
-                         rewriter);
   }
 };
 
 } // namespace
 
 void fff::populateNormGradsToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<LayerNormGradToGPU, RMSNormGradToGPU>(patterns.getContext());
+  patterns.add<NormGradToGPU<LayerNormGradOp>, NormGradToGPU<RMSNormGradOp>>(
+      patterns.getContext());
+}
+
+std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
+  Operation *gradOp = unit.getNorm();
+  auto rowType = cast<RankedTensorType>(gradOp->getOperand(1).getType());
+  int64_t normalizedRank = normalizedRankOf(gradOp);
+  if (normalizedRank == rowType.getRank())
+    return "a norm backward over the whole tensor";
+  ArrayRef<int64_t> paramShape = rowType.getShape().take_back(normalizedRank);
+  for (Value operand : gradOp->getOperands().drop_front())
+    if (!isa<BlockArgument>(operand))
+      return "an x, statistics or scale computed inside the unit";
+  Block &body = unit.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    bool onlyByOp = llvm::all_of(
+        arg.getUsers(), [&](Operation *user) { return user == gradOp; });
+    if (!onlyByOp && (!type || (type.getShape() != rowType.getShape() &&
+                                type.getShape() != paramShape)))
+      return "an input that is neither a row tensor nor a per-column "
+             "parameter";
+  }
+  Operation *yield = body.getTerminator();
+  for (OpResult result : gradOp->getResults().drop_front())
+    if (llvm::any_of(result.getUsers(),
+                     [&](Operation *user) { return user != yield; }))
+      return "work on a parameter gradient";
+  for (Value yielded : yield->getOperands()) {
+    auto result = dyn_cast<OpResult>(yielded);
+    bool isParameterGradient =
+        result && result.getOwner() == gradOp && result.getResultNumber() > 0;
+    auto type = dyn_cast<RankedTensorType>(yielded.getType());
+    if (!isParameterGradient &&
+        (!type || type.getShape() != rowType.getShape()))
+      return "a result that is neither a row tensor nor a parameter "
+             "gradient";
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (&op == gradOp)
+      continue;
+    if (std::string whyNot = whyUnitEvaluatorCannotTake(op, rowType.getRank());
+        !whyNot.empty())
+      return whyNot;
+  }
+  return "";
+}
+
+LogicalResult fff::lowerNormGradUnit(FusionOp unit, ValueRange inputs,
+                                     ConversionPatternRewriter &rewriter) {
+  Operation *gradOp = unit.getNorm();
+  auto lookup = [&](Value inner) -> Value {
+    auto arg = dyn_cast<BlockArgument>(inner);
+    return arg ? inputs[arg.getArgNumber()] : Value();
+  };
+  return lowerNormGrad(gradOp, gradOperands(gradOp, lookup), rewriter, unit,
+                       inputs);
 }

@@ -1,5 +1,6 @@
 // RUN: fff-opt %s --convert-fff-to-gpu --split-input-file | FileCheck %s
 // RUN: fff-opt %s --convert-fff-to-gpu=cpu-twin --split-input-file | FileCheck %s --check-prefix=TWIN
+// RUN: fff-opt %s --convert-fff-to-gpu --split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 
 // A norm backward is two launches: dx with per-block partial rows of
 // dgamma and dbeta (f32 scratch buffers, one row per block of a grid of at
@@ -86,4 +87,96 @@ func.func @dx_only(%dy: tensor<?x256xf32>, %x: tensor<?x256xf32>, %m: tensor<?x1
 func.func @one_row(%dy: tensor<6x50xf32>, %x: tensor<6x50xf32>, %g: tensor<6x50xf32>) -> (tensor<6x50xf32>, tensor<6x50xf32>) {
   %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : tensor<6x50xf32>) normalized_rank 2 : tensor<6x50xf32>
   return %dx, %dg : tensor<6x50xf32>, tensor<6x50xf32>
+}
+
+// -----
+
+// A backward's fused unit is the backward's two kernels: the first computes
+// dy from the unit's inputs as it reads it (grad * mask * 1.25) and adds
+// the residual gradient to dx as it writes it, so that only dh is stored;
+// dgamma is the column sums' as ever. The kernel takes the unit's inputs
+// that the prologue and epilogue read, then dh's matrix, and never a dy
+// or dx matrix of its own. In twin mode the unit stays for the CPU path.
+// CHECK-LABEL: func @fused_unit
+// CHECK:         %[[DGAMMA:.*]] = memref.alloc() : memref<768xf32>
+// CHECK:         %[[DH:.*]] = memref.alloc() : memref<100x768xf32>
+// CHECK:         gpu.launch_func @fff_kernels::@fused_rms_norm_grad_f32_768_block_per_row {{.*}} args(%{{.*}} : memref<100x768xf32>, %{{.*}} : memref<768xf32>, %{{.*}} : memref<?x768xf32>, %{{.*}} : index, %{{.*}} : index, %{{.*}} : memref<100x768xf32>, %{{.*}} : memref<100x768xf32>, %{{.*}} : memref<100x768xf32>, %[[DH]] : memref<100x768xf32>)
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_768_column_sums {{.*}}, %[[DGAMMA]] : memref<768xf32>
+// CHECK-NOT:     fff.fusion
+// CHECK:       gpu.func @fused_rms_norm_grad_f32_768_block_per_row
+// CHECK:         %[[GRAD:.*]] = vector.load %arg5
+// CHECK:         %[[MASK:.*]] = vector.load %arg6
+// CHECK-NEXT:    %[[MASKED:.*]] = arith.mulf %[[GRAD]], %[[MASK]] : vector<4xf32>
+// CHECK-NEXT:    arith.mulf %[[MASKED]], %{{.*}} : vector<4xf32>
+// CHECK:         gpu.shuffle xor
+// CHECK:         %[[DRES:.*]] = vector.load %arg7
+// CHECK-NEXT:    %[[SUM:.*]] = arith.addf %[[DRES]], %{{.*}} : vector<4xf32>
+// CHECK:         vector.store %[[SUM]], %arg8
+// TWIN-LABEL: func @fused_unit
+// TWIN:         fff.fusion
+// TWIN-NOT:     gpu.launch_func
+func.func @fused_unit(%grad: tensor<100x768xf32>, %mask: tensor<100x768xf32>, %x: tensor<100x768xf32>,
+                      %g: tensor<768xf32>, %dres: tensor<100x768xf32>) -> (tensor<100x768xf32>, tensor<768xf32>) {
+  %dh, %dg = fff.fusion ins(%grad, %mask, %x, %g, %dres : tensor<100x768xf32>, tensor<100x768xf32>, tensor<100x768xf32>, tensor<768xf32>, tensor<100x768xf32>) {
+  ^bb0(%a: tensor<100x768xf32>, %m: tensor<100x768xf32>, %b: tensor<100x768xf32>, %gamma: tensor<768xf32>, %r: tensor<100x768xf32>):
+    %scale = arith.constant dense<1.25> : tensor<100x768xf32>
+    %masked = arith.mulf %a, %m : tensor<100x768xf32>
+    %dy = arith.mulf %masked, %scale : tensor<100x768xf32>
+    %dx, %dgamma = fff.rms_norm_grad %dy, %b scale(%gamma : tensor<768xf32>) : tensor<100x768xf32>
+    %sum = arith.addf %r, %dx : tensor<100x768xf32>
+    fff.yield %sum, %dgamma : tensor<100x768xf32>, tensor<768xf32>
+  } -> tensor<100x768xf32>, tensor<768xf32>
+  return %dh, %dg : tensor<100x768xf32>, tensor<768xf32>
+}
+
+// -----
+
+// LLaMA's bf16 RMSNorm: dy cast down from the f32 gradient, dx cast up for
+// the f32 residual stream; the backward rounds dx to bf16 before the cast.
+// CHECK-LABEL: func @fused_casts
+// CHECK:         gpu.launch_func @fff_kernels::@fused_rms_norm_grad_bf16_4096_block_per_row
+// CHECK:       gpu.func @fused_rms_norm_grad_bf16_4096_block_per_row
+// CHECK:         %[[GRAD:.*]] = vector.load %arg5{{.*}} : memref<?x4096xf32>, vector<8xf32>
+// CHECK-NEXT:    arith.truncf %[[GRAD]] : vector<8xf32> to vector<8xbf16>
+// CHECK:         scf.if %true {
+// CHECK-NEXT:      %[[DX:.*]] = arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK-NEXT:      %[[WIDE:.*]] = arith.extf %[[DX]] : vector<8xbf16> to vector<8xf32>
+// CHECK:           %[[DRES:.*]] = vector.load %arg6
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[WIDE]], %[[DRES]] : vector<8xf32>
+// CHECK:           vector.store %[[SUM]], %arg7
+func.func @fused_casts(%grad: tensor<?x4096xf32>, %x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>,
+                       %dres: tensor<?x4096xf32>) -> (tensor<?x4096xf32>, tensor<4096xbf16>) {
+  %dh, %dg = fff.fusion ins(%grad, %x, %g, %dres : tensor<?x4096xf32>, tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?x4096xf32>) {
+  ^bb0(%a: tensor<?x4096xf32>, %b: tensor<?x4096xbf16>, %gamma: tensor<4096xbf16>, %r: tensor<?x4096xf32>):
+    %dy = arith.truncf %a : tensor<?x4096xf32> to tensor<?x4096xbf16>
+    %dx, %dgamma = fff.rms_norm_grad %dy, %b scale(%gamma : tensor<4096xbf16>) : tensor<?x4096xbf16>
+    %wide = arith.extf %dx : tensor<?x4096xbf16> to tensor<?x4096xf32>
+    %sum = arith.addf %wide, %r : tensor<?x4096xf32>
+    fff.yield %sum, %dgamma : tensor<?x4096xf32>, tensor<4096xbf16>
+  } -> tensor<?x4096xf32>, tensor<4096xbf16>
+  return %dh, %dg : tensor<?x4096xf32>, tensor<4096xbf16>
+}
+
+// -----
+
+// A unit the kernels cannot take (a per-row dy scale, neither a row tensor
+// nor a per-column parameter) runs as separate kernels, with a remark.
+// REMARK: remark: runs as separate kernels: the fused norm kernel does not take an input that is neither a row tensor nor a per-column parameter
+// CHECK-LABEL: func @per_row_scale
+// CHECK:         gpu.launch_func @fff_kernels::@layer_norm_grad_f32_256_warp_per_row
+func.func @per_row_scale(%grad: tensor<16x256xf32>, %s: tensor<16x1xf32>, %x: tensor<16x256xf32>,
+                         %m: tensor<16x1xf32>, %r: tensor<16x1xf32>) -> tensor<16x256xf32> {
+  %dx = fff.fusion ins(%grad, %s, %x, %m, %r : tensor<16x256xf32>, tensor<16x1xf32>, tensor<16x256xf32>, tensor<16x1xf32>, tensor<16x1xf32>) {
+  ^bb0(%a: tensor<16x256xf32>, %sa: tensor<16x1xf32>, %b: tensor<16x256xf32>, %ma: tensor<16x1xf32>, %ra: tensor<16x1xf32>):
+    %e = tensor.empty() : tensor<16x256xf32>
+    %dy = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                          iterator_types = ["parallel", "parallel"]} ins(%a, %sa : tensor<16x256xf32>, tensor<16x1xf32>) outs(%e : tensor<16x256xf32>) {
+    ^bb1(%p: f32, %q: f32, %o: f32):
+      %t = arith.mulf %p, %q : f32
+      linalg.yield %t : f32
+    } -> tensor<16x256xf32>
+    %d = fff.layer_norm_grad %dy, %b, %ma, %ra : tensor<16x256xf32>, tensor<16x1xf32>
+    fff.yield %d : tensor<16x256xf32>
+  } -> tensor<16x256xf32>
+  return %dx : tensor<16x256xf32>
 }

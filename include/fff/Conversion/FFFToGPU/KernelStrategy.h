@@ -102,9 +102,13 @@ struct NormGradStrategy {
 };
 
 /// Chooses the norm backward's strategy for rows of `rowSize` elements
-/// (nullopt when dynamic) of `elementType`.
+/// (nullopt when dynamic) of `elementType`. A fused unit's kernel that
+/// reads or writes `extraRowStreams` more [rows, rowSize] buffers than x,
+/// dy and dx (a dropout mask, the residual gradient) keeps fewer row
+/// elements a thread: their addresses take registers too.
 NormGradStrategy selectNormGradStrategy(std::optional<int64_t> rowSize,
-                                        mlir::Type elementType);
+                                        mlir::Type elementType,
+                                        int64_t extraRowStreams = 0);
 
 /// Multiprocessors of the chips fff tunes for (H100 and H200). Grids sized
 /// by it fill them; only speed depends on it.

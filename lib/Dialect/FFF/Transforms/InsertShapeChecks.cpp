@@ -28,10 +28,13 @@ using namespace fff;
 
 namespace {
 
-/// The value outside any fused unit that has the extents of `value`: a
-/// unit's block argument stands for the unit's input, and what a unit
-/// computes elementwise has the extents of its operands (or its
-/// destination). Null when there is no such value.
+/// The value outside any fused unit, as early as can be, that has the
+/// extents of `value`: a unit's block argument stands for the unit's input,
+/// and what is computed elementwise has the extents of its operands (or its
+/// destination). The checks read that value's extents rather than the
+/// result's: a tensor.dim of dy = grad * mask would be a second user of the
+/// product and keep it out of the norm backward's fused unit. Null when
+/// there is no such value.
 Value extentSource(Value value) {
   while (true) {
     if (auto arg = dyn_cast<BlockArgument>(value)) {
@@ -42,15 +45,24 @@ Value extentSource(Value value) {
       continue;
     }
     Operation *def = value.getDefiningOp();
-    if (!isa_and_present<FusionOp>(def->getParentOp()))
-      return value;
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
       value = dps.getTiedOpOperand(cast<OpResult>(value))->get();
       continue;
     }
-    if (!def->hasTrait<OpTrait::Elementwise>() || def->getNumOperands() == 0)
-      return Value();
-    value = def->getOperand(0);
+    // An elementwise op's shaped operands have its result's shape; a
+    // scalar operand (select's condition) has none.
+    auto shaped =
+        def->hasTrait<OpTrait::Elementwise>()
+            ? llvm::find_if(def->getOperands(),
+                            [](Value operand) {
+                              return isa<ShapedType>(operand.getType());
+                            })
+            : def->operand_end();
+    if (shaped != def->operand_end()) {
+      value = *shaped;
+      continue;
+    }
+    return isa_and_present<FusionOp>(def->getParentOp()) ? Value() : value;
   }
 }
 
