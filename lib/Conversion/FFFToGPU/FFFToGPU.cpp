@@ -77,7 +77,14 @@ std::string unsupportedOnGPU(FusionOp unit) {
     if (!argType || (argType.getShape() != type.getShape() &&
                      argType.getShape() != paramShape))
       return "an input that is neither a row tensor nor a per-column parameter";
+    if (std::string whyNot = whyUnitEvaluatorCannotMove(argType);
+        !whyNot.empty())
+      return whyNot;
   }
+  for (Type resultType : unit.getResultTypes())
+    if (std::string whyNot = whyUnitEvaluatorCannotMove(resultType);
+        !whyNot.empty())
+      return whyNot;
   for (Value param : norm->getOperands().drop_front())
     if (!isa<BlockArgument>(param))
       return "a scale or bias computed inside the unit";

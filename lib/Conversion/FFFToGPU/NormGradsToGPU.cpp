@@ -387,10 +387,14 @@ std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     bool onlyByOp = llvm::all_of(
         arg.getUsers(), [&](Operation *user) { return user == gradOp; });
-    if (!onlyByOp && (!type || (type.getShape() != rowType.getShape() &&
-                                type.getShape() != paramShape)))
+    if (onlyByOp)
+      continue;
+    if (!type || (type.getShape() != rowType.getShape() &&
+                  type.getShape() != paramShape))
       return "an input that is neither a row tensor nor a per-column "
              "parameter";
+    if (std::string whyNot = whyUnitEvaluatorCannotMove(type); !whyNot.empty())
+      return whyNot;
   }
   Operation *yield = body.getTerminator();
   for (OpResult result : gradOp->getResults().drop_front())
@@ -402,10 +406,13 @@ std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
     bool isParameterGradient =
         result && result.getOwner() == gradOp && result.getResultNumber() > 0;
     auto type = dyn_cast<RankedTensorType>(yielded.getType());
-    if (!isParameterGradient &&
-        (!type || type.getShape() != rowType.getShape()))
+    if (isParameterGradient)
+      continue;
+    if (!type || type.getShape() != rowType.getShape())
       return "a result that is neither a row tensor nor a parameter "
              "gradient";
+    if (std::string whyNot = whyUnitEvaluatorCannotMove(type); !whyNot.empty())
+      return whyNot;
   }
   for (Operation &op : body.without_terminator()) {
     if (&op == gradOp)

@@ -147,7 +147,13 @@ std::string whyNoSublayerKernel(const Sublayer &layer) {
          << type << ")";
       return message;
     }
+    if (std::string whyNot = whyUnitEvaluatorCannotMove(type); !whyNot.empty())
+      return whyNot;
   }
+  for (Type resultType : layer.unit.getResultTypes())
+    if (std::string whyNot = whyUnitEvaluatorCannotMove(resultType);
+        !whyNot.empty())
+      return whyNot;
   for (Operation &op : layer.body().without_terminator()) {
     if (&op == layer.norm || &op == layer.tree)
       continue;

@@ -159,3 +159,15 @@ std::string fff::whyUnitEvaluatorCannotTake(Operation &op, int64_t rank) {
            op.getName().getStringRef().str() + ")";
   return "";
 }
+
+std::string fff::whyUnitEvaluatorCannotMove(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (isa<FloatType>(element) ||
+      (element.isInteger() && element.getIntOrFloatBitWidth() % 8 == 0))
+    return "";
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << "an input or result of " << element
+     << " (a byte an element in memory, a bit a lane in a vector)";
+  return name;
+}

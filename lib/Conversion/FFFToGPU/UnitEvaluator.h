@@ -64,6 +64,12 @@ private:
 /// constants.
 std::string whyUnitEvaluatorCannotTake(mlir::Operation &op, int64_t rank);
 
+/// Why the evaluator cannot load or store a tensor of `type` (a unit's
+/// input or result) a vector at a time, or "" when it can: floats and
+/// integers of whole bytes. A buffer of i1 holds a byte per element, where
+/// a vector of i1 packs its lanes into bits.
+std::string whyUnitEvaluatorCannotMove(mlir::Type type);
+
 } // namespace fff
 
 #endif // FFF_LIB_CONVERSION_FFFTOGPU_UNITEVALUATOR_H

@@ -180,3 +180,21 @@ func.func @per_row_scale(%grad: tensor<16x256xf32>, %s: tensor<16x1xf32>, %x: te
   } -> tensor<16x256xf32>
   return %dx : tensor<16x256xf32>
 }
+
+// -----
+
+// dy under an i1 mask: a buffer of i1 holds a byte an element, a vector of
+// i1 a bit a lane, so the unit runs as separate kernels.
+// REMARK: remark: runs as separate kernels: the fused norm kernel does not take an input or result of i1 (a byte an element in memory, a bit a lane in a vector)
+// CHECK-LABEL: func @i1_mask
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_bf16_1024_block_per_row
+func.func @i1_mask(%grad: tensor<?x1024xbf16>, %keep: tensor<?x1024xi1>, %x: tensor<?x1024xbf16>,
+                   %g: tensor<1024xbf16>) -> (tensor<?x1024xbf16>, tensor<1024xbf16>) {
+  %dx, %dg = fff.fusion ins(%grad, %keep, %x, %g : tensor<?x1024xbf16>, tensor<?x1024xi1>, tensor<?x1024xbf16>, tensor<1024xbf16>) {
+  ^bb0(%a: tensor<?x1024xbf16>, %k: tensor<?x1024xi1>, %b: tensor<?x1024xbf16>, %w: tensor<1024xbf16>):
+    %dy = arith.select %k, %a, %a : tensor<?x1024xi1>, tensor<?x1024xbf16>
+    %d, %dw = fff.rms_norm_grad %dy, %b scale(%w : tensor<1024xbf16>) : tensor<?x1024xbf16>
+    fff.yield %d, %dw : tensor<?x1024xbf16>, tensor<1024xbf16>
+  } -> tensor<?x1024xbf16>, tensor<1024xbf16>
+  return %dx, %dg : tensor<?x1024xbf16>, tensor<1024xbf16>
+}

@@ -34,3 +34,21 @@ func.func @scaled_rms_norm(%x: tensor<4x16xf32>, %c: tensor<f32>, %g: tensor<16x
   return %r#0, %r#1 : tensor<4x16xf32>, tensor<4x16xf32>
 }
 
+
+// A prologue that reads an i1 mask: a buffer of i1 holds a byte an element,
+// a vector of i1 a bit a lane, so the kernel's vector loads would misread
+// it. The unit is split back; the select becomes an elementwise kernel.
+// CHECK-LABEL: func.func @masked_layer_norm
+// CHECK-NOT:     fff.fusion
+// CHECK:         gpu.launch_func @{{.*}}layer_norm
+func.func @masked_layer_norm(%x: tensor<4x16xf32>, %keep: tensor<4x16xi1>) -> tensor<4x16xf32> {
+  // expected-remark @+1 {{runs as separate kernels: the fused norm kernel does not take an input or result of i1 (a byte an element in memory, a bit a lane in a vector)}}
+  %r = fff.fusion ins(%x, %keep : tensor<4x16xf32>, tensor<4x16xi1>) {
+  ^bb0(%a: tensor<4x16xf32>, %k: tensor<4x16xi1>):
+    %zero = arith.constant dense<0.0> : tensor<4x16xf32>
+    %masked = arith.select %k, %a, %zero : tensor<4x16xi1>, tensor<4x16xf32>
+    %y = fff.layer_norm %masked : tensor<4x16xf32>
+    fff.yield %y : tensor<4x16xf32>
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
