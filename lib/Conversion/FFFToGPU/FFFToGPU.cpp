@@ -88,14 +88,7 @@ std::string unsupportedOnGPU(FusionOp unit) {
   for (Value param : norm->getOperands().drop_front())
     if (!isa<BlockArgument>(param))
       return "a scale or bias computed inside the unit";
-  for (Operation &op : body.without_terminator()) {
-    if (&op == norm)
-      continue;
-    if (std::string whyNot = whyUnitEvaluatorCannotTake(op, type.getRank());
-        !whyNot.empty())
-      return whyNot;
-  }
-  return "";
+  return whyUnitEvaluatorCannotTakeBody(unit, {norm}, type.getRank());
 }
 
 /// Points the emitter's input and output paths at a fused unit: the norm's

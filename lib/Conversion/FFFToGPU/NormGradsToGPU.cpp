@@ -66,10 +66,11 @@ GradOperands gradOperands(Operation *op, function_ref<Value(Value)> lookup) {
           /*subtractMean=*/false};
 }
 
-int64_t normalizedRankOf(Operation *gradOp) {
-  if (auto layerNorm = dyn_cast<LayerNormGradOp>(gradOp))
-    return layerNorm.getNormalizedRank();
-  return cast<RMSNormGradOp>(gradOp).getNormalizedRank();
+/// Whether the unit's pointwise work reads `arg`, not only the backward op
+/// `op`: then the kernel needs it as a buffer of its own.
+bool readByUnitWork(BlockArgument arg, Operation *op) {
+  return llvm::any_of(arg.getUsers(),
+                      [&](Operation *user) { return user != op; });
 }
 
 /// A backward's fused unit as its kernels see it: the buffers its
@@ -94,8 +95,7 @@ int64_t extraRowStreams(FusionOp unit, Operation *op) {
   Block &body = unit.getBody().front();
   int64_t streams = 1 + isa<BlockArgument>(op->getOperand(0)); // x, dy
   for (BlockArgument arg : body.getArguments())
-    if (isRow(arg) && llvm::any_of(arg.getUsers(),
-                                   [&](Operation *user) { return user != op; }))
+    if (isRow(arg) && readByUnitWork(arg, op))
       ++streams;
   for (Value yielded : body.getTerminator()->getOperands())
     if (isRow(yielded))
@@ -323,14 +323,13 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
   Block &body = unit.getBody().front();
   auto rowShape = cast<RankedTensorType>(op->getOperand(1).getType());
   for (auto [arg, input] : llvm::zip(body.getArguments(), unitInputs)) {
-    bool onlyByOp = llvm::all_of(arg.getUsers(),
-                                 [&](Operation *user) { return user == op; });
     bool isRow =
         cast<RankedTensorType>(arg.getType()).getShape() == rowShape.getShape();
     gradUnit.buffers.push_back(
-        onlyByOp ? Value()
-                 : collapsedBuffer(
-                       b, input, isRow ? view.matrixGroups : view.paramGroups));
+        readByUnitWork(arg, op)
+            ? collapsedBuffer(b, input,
+                              isRow ? view.matrixGroups : view.paramGroups)
+            : Value());
   }
   SmallVector<Value> results;
   for (Value yielded : body.getTerminator()->getOperands()) {
@@ -375,7 +374,8 @@ void fff::populateNormGradsToGPUPatterns(RewritePatternSet &patterns) {
 std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
   Operation *gradOp = unit.getNorm();
   auto rowType = cast<RankedTensorType>(gradOp->getOperand(1).getType());
-  int64_t normalizedRank = normalizedRankOf(gradOp);
+  int64_t normalizedRank =
+      gradOperands(gradOp, [](Value v) { return v; }).normalizedRank;
   if (normalizedRank == rowType.getRank())
     return "a norm backward over the whole tensor";
   ArrayRef<int64_t> paramShape = rowType.getShape().take_back(normalizedRank);
@@ -385,9 +385,7 @@ std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
   Block &body = unit.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    bool onlyByOp = llvm::all_of(
-        arg.getUsers(), [&](Operation *user) { return user == gradOp; });
-    if (onlyByOp)
+    if (!readByUnitWork(arg, gradOp))
       continue;
     if (!type || (type.getShape() != rowType.getShape() &&
                   type.getShape() != paramShape))
@@ -414,14 +412,7 @@ std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
     if (std::string whyNot = whyUnitEvaluatorCannotMove(type); !whyNot.empty())
       return whyNot;
   }
-  for (Operation &op : body.without_terminator()) {
-    if (&op == gradOp)
-      continue;
-    if (std::string whyNot = whyUnitEvaluatorCannotTake(op, rowType.getRank());
-        !whyNot.empty())
-      return whyNot;
-  }
-  return "";
+  return whyUnitEvaluatorCannotTakeBody(unit, {gradOp}, rowType.getRank());
 }
 
 LogicalResult fff::lowerNormGradUnit(FusionOp unit, ValueRange inputs,

@@ -154,13 +154,10 @@ std::string whyNoSublayerKernel(const Sublayer &layer) {
     if (std::string whyNot = whyUnitEvaluatorCannotMove(resultType);
         !whyNot.empty())
       return whyNot;
-  for (Operation &op : layer.body().without_terminator()) {
-    if (&op == layer.norm || &op == layer.tree)
-      continue;
-    if (std::string whyNot = whyUnitEvaluatorCannotTake(op, /*rank=*/2);
-        !whyNot.empty())
-      return whyNot;
-  }
+  if (std::string whyNot = whyUnitEvaluatorCannotTakeBody(
+          layer.unit, {layer.norm, layer.tree}, /*rank=*/2);
+      !whyNot.empty())
+    return whyNot;
   // Every result comes from the tree's side of the unit or the norm's.
   for (Value result : layer.body().getTerminator()->getOperands())
     if (!dependsOn(result, layer.norm) && !dependsOn(result, layer.tree) &&

@@ -160,6 +160,19 @@ std::string fff::whyUnitEvaluatorCannotTake(Operation &op, int64_t rank) {
   return "";
 }
 
+std::string fff::whyUnitEvaluatorCannotTakeBody(FusionOp unit,
+                                                ArrayRef<Operation *> kernelOps,
+                                                int64_t rank) {
+  for (Operation &op : unit.getBody().front().without_terminator()) {
+    if (llvm::is_contained(kernelOps, &op))
+      continue;
+    if (std::string whyNot = whyUnitEvaluatorCannotTake(op, rank);
+        !whyNot.empty())
+      return whyNot;
+  }
+  return "";
+}
+
 std::string fff::whyUnitEvaluatorCannotMove(Type type) {
   Type element = getElementTypeOrSelf(type);
   if (isa<FloatType>(element) ||

@@ -64,6 +64,12 @@ private:
 /// constants.
 std::string whyUnitEvaluatorCannotTake(mlir::Operation &op, int64_t rank);
 
+/// Why the evaluator cannot take one of the ops of `unit`'s body other than
+/// `kernelOps` (the fff ops whose kernel it feeds), or "" when it can take
+/// them all.
+std::string whyUnitEvaluatorCannotTakeBody(
+    FusionOp unit, llvm::ArrayRef<mlir::Operation *> kernelOps, int64_t rank);
+
 /// Why the evaluator cannot load or store a tensor of `type` (a unit's
 /// input or result) a vector at a time, or "" when it can: floats and
 /// integers of whole bytes. A buffer of i1 holds a byte per element, where
