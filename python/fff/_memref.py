@@ -15,7 +15,7 @@ from ._fff import FFFError, free_host_buffer
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": np.float64,
                 "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64}
 # __cuda_array_interface__ typestr of each element type.
-CUDA_TYPESTRS = {"f32": "<f4", "f16": "<f2", "bf16": "<u2", "f64": "<f8",
+CUDA_TYPESTRS = {"f32": "<f4", "f16": "<f2", "bf16": "<u2", "f64": "<f8", "i1": "|b1",
                  "i8": "|i1", "i16": "<i2", "i32": "<i4", "i64": "<i8"}
 
 

@@ -169,7 +169,8 @@ def test_a_graph_off_the_cpu_goes_to_the_fallback_and_says_why():
     report = fff.torch.Report()
     compiled = fff.torch.backend(gm, [torch.empty(2, 8, device="meta")], fallback="eager", report=report)
     assert not report.taken
-    assert all("the graph runs on meta" in reason for (_, reason) in report.left), str(report)
+    assert all("the graph's tensors are on meta, and fff's code runs on CPU and CUDA tensors" in reason
+               for (_, reason) in report.left), str(report)
     x = torch.randn(2, 8)
     assert torch.equal(compiled(x), gm(x))
 
@@ -293,8 +294,8 @@ def test_a_region_whose_compiled_code_disagrees_with_its_ops_is_refused(monkeypa
     real = _regions._compiled
 
     class WrongCount:
-        def __init__(self, ir):
-            self.forward = lambda *args: (real(ir).forward(*args), args[0])
+        def __init__(self, ir, placement):
+            self.forward = lambda *args: (real(ir, placement).forward(*args), args[0])
 
     monkeypatch.setattr(_regions, "_compiled", WrongCount)
     model = torch.nn.LayerNorm(8)
@@ -303,12 +304,39 @@ def test_a_region_whose_compiled_code_disagrees_with_its_ops_is_refused(monkeypa
     assert any("its compiled code gives 2 results, its ops 1" in reason for (_, reason) in report.left), str(report)
 
     class Off:
-        def __init__(self, ir):
-            self.forward = lambda *args: real(ir).forward(*args) * 1.01
+        def __init__(self, ir, placement):
+            self.forward = lambda *args: real(ir, placement).forward(*args) * 1.01
 
     monkeypatch.setattr(_regions, "_compiled", Off)
     report = fff.torch.explain(model, torch.randn(4, 8), grad=False, print_report=False)
     assert any("is off by" in reason for (_, reason) in report.left), str(report)
+
+
+@pytest.mark.parametrize("form", ["module", "functional"])
+@pytest.mark.parametrize("weight", [True, False], ids=["weight", "no_weight"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_torchs_own_rms_norm_is_taken(form, weight, dtype):
+    """nn.RMSNorm and F.rms_norm (eps None: the dtype's epsilon): the
+    decomposition of aten.rms_norm adds eps in place, which a second
+    functionalization removes (_regions._aten_graph); before it, every
+    such region was refused."""
+    torch.manual_seed(5)
+    norm = torch.nn.RMSNorm(48, eps=1e-6, elementwise_affine=weight, dtype=dtype)
+    gamma = torch.randn(48, dtype=dtype) if weight else None
+    if weight:
+        with torch.no_grad():
+            norm.weight.copy_(gamma)
+
+    def model(x):
+        return norm(x + 1) if form == "module" else torch.nn.functional.rms_norm(x + 1, (48,), gamma)
+
+    x = torch.randn(3, 5, 48, dtype=dtype)
+    report = fff.torch.explain(model, x, grad=False, print_report=False)
+    assert report.taken == {"rms_norm": 1} and report.ops_taken == report.ops, str(report)
+    torch._dynamo.reset()
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    with torch.no_grad():
+        assert relative_error(torch.compile(model, backend="fff")(x), model(x)) < tolerance
 
 
 def test_threads_making_first_calls_together_get_eager_results():

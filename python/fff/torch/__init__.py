@@ -30,8 +30,9 @@ from ._ultrafastbert import MaskedTreeFFN, convert_tree_layers, use_tree_feedfor
 @_register_backend(name="fff")
 def _fff_backend(gm, example_inputs, mode=None, options=None, **_):
     """torch.compile(model, backend="fff", mode=..., options={"fallback":
-    "eager"|"inductor", "inductor": {Inductor's config}}). torch.compile's
-    other keywords (its `name`) say nothing to the backend."""
+    "eager"|"inductor", "inductor": {Inductor's config}, "emulate_cuda":
+    bool}). torch.compile's other keywords (its `name`) say nothing to the
+    backend."""
     return backend(gm, example_inputs, mode=mode, **check_options(options))
 
 

@@ -13,8 +13,10 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partit
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ._backward_fusion import with_backward_fusion
+from ._devices import CPU, Unplaced, copied_inputs, placement_of
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
+from ._placed_ops import place_fff_ops
 from ._regions import LOCK, Refused, compile_region, exact_norm
 from ._report import Report
 from ._sublayers import take_region_sublayers, take_tree_sublayers
@@ -36,7 +38,7 @@ _LEFT_BECAUSE = {
     "softmax": "softmax is not a norm: it stays with the fallback",
     "scaled_dot_product_attention": "attention stays with the fallback",
 }
-_OPTIONS = ("fallback", "inductor")
+_OPTIONS = ("fallback", "inductor", "emulate_cuda")
 
 
 def _is_float_tensor(value):
@@ -205,24 +207,26 @@ def _note_results(gm, node):
             user.meta["example_value"] = example_value(outputs[user.args[1]])
 
 
-def _take_region(gm, node, report, training=False):
-    """Compiles the fused region `node` calls; on success, replaces the call
-    with fff::region (in a training graph, where the region is exactly one
-    norm, with the norm's trained op) and returns True."""
+def _take_region(gm, node, report, placement, training=False):
+    """Compiles the fused region `node` calls to run at `placement`; on
+    success, replaces the call with fff::region (in a training graph, where
+    the region is exactly one norm, with the norm's trained op) and returns
+    True."""
     module = getattr(gm, node.target)
     inner = [n for n in module.graph.nodes if n.op in ("call_function", "call_method")]
     values = [example_value(a) for a in node.args]
     try:
         if not all(isinstance(v, torch.Tensor) for v in values):
             raise Refused("it takes a value that is not a tensor")
-        index, raised = compile_region(module, values)
+        index, raised = compile_region(module, values, placement)
     except Refused as refusal:
         for n in inner:
             report.leave(n, f"its region was refused: {refusal}")
         return False
     if training:
         return _take_trained_region(gm, node, index, inner, report)
-    report.take("fff::region", raised, inner, index=index)
+    report.take("fff::region", raised, inner, index=index, pipeline=placement.pipeline,
+                copies=copied_inputs(values, placement))
     outputs = _outputs(module)
     with gm.graph.inserting_after(node):
         call = gm.graph.call_function(torch.ops.fff.region.default, (list(node.args), index))
@@ -267,7 +271,8 @@ def _compute_nodes(gm):
 
 def check_options(options):
     """torch.compile's `options` for this backend, checked: a dict with the
-    keys `fallback` and `inductor` (a dict of Inductor's config)."""
+    keys `fallback`, `inductor` (a dict of Inductor's config) and
+    `emulate_cuda` (a bool)."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
@@ -275,50 +280,66 @@ def check_options(options):
                          f"it takes {', '.join(map(repr, _OPTIONS))}")
     if not isinstance(options.get("inductor", {}), dict):
         raise ValueError("option 'inductor' must be a dict of Inductor's config, as torch.compile's options are")
+    if not isinstance(options.get("emulate_cuda", False), bool):
+        raise ValueError("option 'emulate_cuda' must be True or False")
     return options
 
 
-def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, inductor=None):
+def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, inductor=None, emulate_cuda=False):
     """What torch.compile(model, backend="fff") calls: takes fff's regions out
     of Dynamo's graph `gm` and hands the rest, with the regions as opaque
     calls, to `fallback` ("inductor", the default, or "eager"), compiled in
     torch.compile's `mode` with Inductor's config `inductor` on top. What
     fff took and left is logged (logger "fff.torch") and added to
-    `report`."""
+    `report`. Regions of a CPU graph run on fff's CPU pipeline, those of a
+    CUDA graph on its GPU pipeline; with `emulate_cuda`, a CPU graph's
+    regions run on the GPU pipeline's code on fff's PTX emulator (the
+    driver FFF_CUDA_DRIVER names), as a CUDA graph's would on a GPU
+    (_devices.py)."""
     patches = _inductor_patches(mode, inductor)
     if fallback not in ("inductor", "eager"):
         raise ValueError(f"unknown fallback '{fallback}': expected 'inductor' or 'eager'")
     report = report if report is not None else Report()
     with LOCK:
-        _take_regions(gm, example_inputs, fallback, report)
+        _take_regions(gm, example_inputs, fallback, report, emulate_cuda)
     if report.training and fallback == "inductor":
         # The backward graph's residual adds join fff's norm backward calls.
         patches = with_backward_fusion(patches)
     return _fallback(fallback, gm, example_inputs, patches)
 
 
-def _take_regions(gm, example_inputs, fallback, report):
+def _leave_graph(nodes, report, reason, fallback):
+    for n in nodes:
+        report.leave(n, f"{reason}: all of it goes to {fallback}")
+
+
+def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
     report.graphs += 1
     report.fallback, report.grad = fallback, torch.is_grad_enabled()
     nodes = _compute_nodes(gm)
     report.ops += len(nodes)
-    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
-    if devices - {"cpu"}:
-        # fff's regions run on the CPU JIT; its CUDA route is the tree ops'.
-        for n in nodes:
-            report.leave(n, f"the graph runs on {', '.join(sorted(devices - {'cpu'}))}, and fff's backend takes "
-                         f"CPU graphs: all of it goes to {fallback}")
-        return
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
+    try:
+        placement = placement_of(example_inputs, emulate_cuda)
+    except Unplaced as reason:
+        return _leave_graph(nodes, report, reason, fallback)
+    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                               for t in example_inputs)
+    if training and placement.kind == "cuda":
+        return _leave_graph(nodes, report, "fff's trained norms run on the CPU so far, and this training graph is "
+                            "on CUDA", fallback)
+    if training:
         # A training graph: its norms, forward and backward, run on fff's
-        # kernels; everything else, and its gradient, is the fallback's.
+        # CPU kernels (also under emulate_cuda); everything else, and its
+        # gradient, is the fallback's.
         report.training = True
         refused = take_trained_norms(gm, report)
-        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, training=True, reported=refused)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, CPU, training=True, reported=refused)
     else:
-        take_tree_sublayers(gm, report)
-        _take_norm_regions(gm, _compute_nodes(gm), fallback, report)
-        take_region_sublayers(gm, report)
+        take_tree_sublayers(gm, report, placement.pipeline)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement)
+        take_region_sublayers(gm, report, placement.pipeline)
+        if placement.kind != "cpu":
+            return place_fff_ops(gm, placement, report)
     for n in _compute_nodes(gm):
         if op_name(n) in TREE_OPS.values():
             # fff's own ops stay in the graph, which the fallback runs; their
@@ -329,10 +350,20 @@ def _take_regions(gm, example_inputs, fallback, report):
                 report.take_backward(f"fff::{op_name(n)}_backward", [f"{op_name(n)}_grad"], [n])
 
 
-def _take_norm_regions(gm, nodes, fallback, report, training=False, reported=()):
+def _why_left(node):
+    """Why `node`, in no region, stays with the fallback."""
+    name = op_name(node)
+    value = example_value(node)
+    if name in _NORMS | _REDUCTIONS | _POINTWISE and isinstance(value, torch.Tensor) and \
+            value.dtype.is_floating_point and value.dtype not in FLOATS:
+        return f"fff compiles f32, f16 and bf16 tensors, and this op's are {str(value.dtype).removeprefix('torch.')}"
+    return _LEFT_BECAUSE.get(name, "not an op fff compiles")
+
+
+def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, reported=()):
     """Puts fff::region in place of each region of a norm and its pointwise
-    neighbours that fff compiles, leaving out the nodes already `reported`
-    as left. In a training graph, a region is only the
+    neighbours that fff compiles for `placement`, leaving out the nodes
+    already `reported` as left. In a training graph, a region is only the
     norm (see _norm_core), and it is taken where raising finds it to be
     exactly one norm of its inputs."""
     partitioner = CapabilityBasedPartitioner(gm, _RegionOps(gm, reported, training),
@@ -351,7 +382,7 @@ def _take_norm_regions(gm, nodes, fallback, report, training=False, reported=())
         elif any(n in p.nodes for p in partitions):
             report.leave(n, f"pointwise work with no norm next to it: it stays with {fallback}")
         else:
-            report.leave(n, _LEFT_BECAUSE.get(op_name(n), "not an op fff compiles"))
+            report.leave(n, _why_left(n))
     if not regions:
         return
     # Inductor finds each input's origin in Dynamo's note on its placeholder,
@@ -364,7 +395,7 @@ def _take_norm_regions(gm, nodes, fallback, report, training=False, reported=())
     for node in fused:
         _note_results(gm, node)
     for node in fused:
-        _take_region(gm, node, report, training)
+        _take_region(gm, node, report, placement, training)
     for n in gm.graph.find_nodes(op="placeholder"):
         if n.name in sources:
             n._dynamo_source = sources[n.name]

@@ -8,6 +8,7 @@ import torch
 
 from .._compiler import compile as _compile
 from .._fff import FFFError
+from ._devices import CPU, Placement
 
 ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -16,13 +17,13 @@ def tensor_type(shape, element):
     return "tensor<" + "".join(("?" if d is None else str(d)) + "x" for d in shape) + element + ">"
 
 
-def target_of(device):
-    """(target, pipeline options) for the device a call's tensors are on."""
+def placement_of_device(device):
+    """Where fff's code runs for a call whose tensors are on `device`."""
     if device.type == "cpu":
-        return "cpu", ()
+        return CPU
     if device.type == "cuda":
         major, minor = torch.cuda.get_device_capability(device)
-        return "cuda", (("chip", f"sm_{major}{minor}"),)
+        return Placement("cuda", f"sm_{major}{minor}")
     raise FFFError(f"fff runs on CPU and CUDA tensors, not on '{device.type}'")
 
 
@@ -35,6 +36,16 @@ def executable(text, target, options):
 
 def release_executables():
     executable.cache_clear()
+
+
+def run_rows(placement, text, entry, x, operands, dout):
+    """Calls @`entry` of the module `text`, compiled for `placement`, on
+    x's rows (leading dims flattened) and `operands`; gives its result
+    [rows, dout] x's leading dims back."""
+    function = getattr(executable(text, placement.target, placement.options), entry)
+    rows = x.reshape(-1, x.shape[-1])
+    (y,) = placement.call(function, [rows, *operands], [[rows.shape[0], dout]])
+    return y.reshape(*x.shape[:-1], dout)
 
 
 def _tree_grad_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):

@@ -1,5 +1,6 @@
-"""Tree layers in PyTorch: the custom ops fff::tree_ffn and
-fff::leaf_tree_ffn, run on fff's kernels (CPU JIT, or CUDA), their
+"""Tree layers in PyTorch: the custom ops fff::tree_ffn,
+fff::leaf_tree_ffn and fff::tree_sublayer, run on fff's kernels (CPU JIT,
+or CUDA; `*_on` runs them at any _devices.Placement), their
 nn.Modules, and converters from the FFF authors' own layers."""
 
 import math
@@ -7,7 +8,8 @@ import math
 import torch
 
 from .._fff import FFFError
-from ._kernels import ELEMENT, executable, target_of, tensor_type
+from ._devices import CPU
+from ._kernels import ELEMENT, placement_of_device, run_rows, tensor_type
 from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
                              tree_ffn_autograd, tree_sublayer_autograd)
 
@@ -112,30 +114,22 @@ def _leaf_text(element, din, width, dout, depth, activation):
                      tensor_type((None, dout), element))
 
 
-def _run(function, x, operands, dout):
-    """Calls `function` on x's rows (leading dims flattened) and gives y the
-    leading dims back."""
-    rows = x.reshape(-1, x.shape[-1]).contiguous()
-    operands = [t.contiguous() for t in operands]
-    if x.device.type == "cuda":
-        y = rows.new_empty((rows.shape[0], dout))
-        function(rows, *operands, out=y)
-    else:
-        y = function(rows, *operands)
-    return y.reshape(*x.shape[:-1], dout)
-
-
-@torch.library.custom_op("fff::tree_ffn", mutates_args=())
-def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_out: torch.Tensor,
-             b_out: torch.Tensor | None, depth: int, activation: str = "gelu") -> torch.Tensor:
-    """UltraFastBERT's tree layer (fff.tree_ffn) on x [..., Din]."""
+def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
+    """fff::tree_ffn, its code compiled for and run at `placement`."""
     _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
     text = _tree_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
                       b_in is not None, b_out is not None)
     operands = [t for t in (w_in, b_in, w_out, b_out) if t is not None]
-    return _run(executable(text, *target_of(x.device)).tree, x, operands, dout)
+    return run_rows(placement, text, "tree", x, operands, dout)
+
+
+@torch.library.custom_op("fff::tree_ffn", mutates_args=())
+def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_out: torch.Tensor,
+             b_out: torch.Tensor | None, depth: int, activation: str = "gelu") -> torch.Tensor:
+    """UltraFastBERT's tree layer (fff.tree_ffn) on x [..., Din]."""
+    return tree_ffn_on(placement_of_device(x.device), x, w_in, b_in, w_out, b_out, depth, activation)
 
 
 @tree_ffn.register_fake
@@ -149,10 +143,15 @@ def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w
                   b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
                   activation: str = "relu") -> torch.Tensor:
     """The original FFF (fff.leaf_tree_ffn) on x [..., Din]."""
+    return leaf_tree_ffn_on(placement_of_device(x.device), x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+
+
+def leaf_tree_ffn_on(placement, x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
+    """fff::leaf_tree_ffn, its code compiled for and run at `placement`."""
     _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     dout = w2.shape[-1]
     text = _leaf_text(ELEMENT[x.dtype], x.shape[-1], w1.shape[-1], dout, depth, activation)
-    return _run(executable(text, *target_of(x.device)).leaf, x, [node_w, node_b, w1, b1, w2, b2], dout)
+    return run_rows(placement, text, "leaf", x, [node_w, node_b, w1, b1, w2, b2], dout)
 
 
 @leaf_tree_ffn.register_fake
@@ -167,8 +166,6 @@ def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, d
     shaped like the layer's result."""
     if order not in ("pre", "post"):
         raise ValueError(f"fff::tree_sublayer's order is 'pre' or 'post', not '{order}'")
-    if x.device.type != "cpu" or residual.device.type != "cpu":
-        raise FFFError("fff::tree_sublayer runs on the CPU")
     if norm not in ("layer_norm", "rms_norm"):
         raise ValueError(f"fff::tree_sublayer's norm is layer_norm or rms_norm, not '{norm}'")
     if norm == "rms_norm" and norm_bias is not None:
@@ -206,7 +203,17 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
       applied as the layer writes each row;
     - order "post": norm(residual + layer(x)), the add read by the norm as
       it loads each row.
-    What the torch.compile backend puts in place of the three ops."""
+    What the torch.compile backend puts in place of the three ops (which
+    on a GPU runs it as its own call, _placed_ops.py)."""
+    if x.device.type != "cpu" or residual.device.type != "cpu":
+        raise FFFError("fff::tree_sublayer runs on the CPU")
+    return tree_sublayer_on(CPU, x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation,
+                            order)
+
+
+def tree_sublayer_on(placement, x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation,
+                     order="pre"):
+    """fff::tree_sublayer, its code compiled for and run at `placement`."""
     dout = _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
     element, din = ELEMENT[x.dtype], x.shape[-1]
     tree_input = "%n" if order == "pre" else "%x"
@@ -231,9 +238,8 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
                 f"  %s = arith.addf %r, %l : {rt}\n"
                 f"  %y = fff.{norm} %s{affine} {epsilon} : {rt}\n")
     text = _function("sublayer", [f"%x: {xt}", f"%r: {rt}"] + norm_params + params, body, rt)
-    operands = [residual.reshape(-1, dout).contiguous()] + \
-        [t for t in (norm_weight, norm_bias, *weights) if t is not None]
-    return _run(executable(text, "cpu", ()).sublayer, x, operands, dout)
+    operands = [residual.reshape(-1, dout)] + [t for t in (norm_weight, norm_bias, *weights) if t is not None]
+    return run_rows(placement, text, "sublayer", x, operands, dout)
 
 
 @tree_sublayer.register_fake

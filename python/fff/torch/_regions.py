@@ -1,7 +1,8 @@
 """Regions: a connected set of a norm and the pointwise work around it, cut
 from Dynamo's graph, compiled by fff, and run as the custom op fff::region.
 
-A region goes to fff's CPU pipeline as follows:
+A region goes to the fff pipeline of its graph's placement (the CPU's, or
+the GPU's: _devices.py) as follows:
 1. its ops are traced to ATen (make_fx, torch-mlir's decompositions,
    functionalized) on Dynamo's own fake values, so that a dynamic extent
    keeps its symbol. torch.export is not used: it sets a process-wide flag
@@ -24,6 +25,8 @@ import threading
 import torch
 
 from .._compiler import compile as _compile, lower as _lower
+from ._devices import CPU, Unplaced, result_shapes, result_sources
+from ._nodes import example_value
 
 # The backend's tables and torch-mlir's importer are shared by every thread
 # that compiles; Dynamo holds a lock of its own while it calls a backend,
@@ -55,6 +58,11 @@ class _Compiled:
     function: object  # the executable's `forward`
     module: torch.fx.GraphModule  # the region's own ops: its fake
     norm: ExactNorm | None
+    placement: object  # where `function` runs (_devices.Placement)
+    result_sources: list  # its results' extents (_devices.result_sources)
+
+    def __call__(self, inputs):
+        return self.placement.call(self.function, inputs, result_shapes(self.result_sources, inputs))
 
 
 # fff::region's index into this list names the region it runs.
@@ -68,7 +76,7 @@ def results_of(value):
 @torch.library.custom_op("fff::region", mutates_args=())
 def region(inputs: list[torch.Tensor], index: int) -> list[torch.Tensor]:
     """Runs region `index`, compiled by fff, on its inputs."""
-    return results_of(_REGIONS[index].function(*[t.contiguous() for t in inputs]))
+    return _REGIONS[index](inputs)
 
 
 @region.register_fake
@@ -78,15 +86,24 @@ def _(inputs, index):
     return [torch.empty(r.shape, dtype=r.dtype, device=r.device) for r in results_of(_REGIONS[index].module(*inputs))]
 
 
+def register(entry):
+    """Adds `entry` (anything with `module`, `norm` and a call on the
+    inputs, as _Compiled has) to the regions fff::region runs: its index."""
+    with LOCK:
+        _REGIONS.append(entry)
+        return len(_REGIONS) - 1
+
+
 def release_executables():
     _compiled.cache_clear()
     _REGIONS.clear()
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(ir):
-    """One executable per distinct region: 24 identical layers compile once."""
-    return _compile(ir, target="cpu")
+def _compiled(ir, placement):
+    """One executable per distinct region and placement: 24 identical
+    layers compile once."""
+    return _compile(ir, target=placement.target, **dict(placement.options))
 
 
 class Refused(Exception):
@@ -135,10 +152,19 @@ def _aten_graph(module, values):
         fakes = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device) for v in values]
         graph = make_fx(torch.func.functionalize(run, remove="mutations_and_views"),
                         decomposition_table=get_decomposition_table())(*fakes)
+        if any(_mutates(node) for node in graph.graph.nodes):
+            # A decomposition may write in place (aten.rms_norm's adds eps
+            # with add_), beneath the functionalization it ran under: a
+            # second one, with nothing left to decompose, removes that.
+            graph = make_fx(torch.func.functionalize(graph, remove="mutations_and_views"))(*fakes)
     for node in graph.graph.nodes:
-        if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable:
+        if _mutates(node):
             raise Refused(f"it writes into a value in place ({node.target})")
     return graph
+
+
+def _mutates(node):
+    return isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable
 
 
 def _linalg(graph):
@@ -182,7 +208,8 @@ def exact_norm(index):
 
 
 def _concrete(values, seed=0):
-    """Real random tensors shaped like `values` (a symbol takes its hint)."""
+    """Real random tensors shaped like `values` (a symbol takes its hint),
+    on their devices."""
     generator = torch.Generator().manual_seed(seed)
     tensors = []
     for value in values:
@@ -194,11 +221,12 @@ def _concrete(values, seed=0):
                 extent = extent.node.hint
             shape.append(int(extent))
         if value.dtype.is_floating_point:
-            tensors.append(torch.randn(shape, generator=generator).to(value.dtype))
+            tensor = torch.randn(shape, generator=generator).to(value.dtype)
         elif value.dtype == torch.bool:
-            tensors.append(torch.randint(0, 2, shape, generator=generator).bool())
+            tensor = torch.randint(0, 2, shape, generator=generator).bool()
         else:
-            tensors.append(torch.randint(-3, 4, shape, generator=generator).to(value.dtype))
+            tensor = torch.randint(-3, 4, shape, generator=generator).to(value.dtype)
+        tensors.append(tensor.to(value.device))
     return tensors
 
 
@@ -223,12 +251,12 @@ def _mismatch(name, actual, expected):
     return None
 
 
-def check_results(function, module, values):
+def check_results(compiled, values):
     """Runs the compiled region and its own ops on the same random data;
     raises Refused with the first difference."""
     tensors = _concrete(values)
-    expected = results_of(module(*tensors))
-    actual = results_of(function(*[t.contiguous() for t in tensors]))
+    expected = results_of(compiled.module(*tensors))
+    actual = compiled(tensors)
     if len(actual) != len(expected):
         raise Refused(f"its compiled code gives {len(actual)} results, its ops {len(expected)}")
     for i, (a, e) in enumerate(zip(actual, expected)):
@@ -237,11 +265,19 @@ def check_results(function, module, values):
             raise Refused(reason)
 
 
-def compile_region(module, values):
+def _result_values(module):
+    """Dynamo's example values of the region's results."""
+    output = next(n for n in module.graph.nodes if n.op == "output")
+    return [example_value(n) for n in results_of(output.args[0])]
+
+
+def compile_region(module, values, placement=CPU):
     """Compiles the region `module` (Dynamo's ops) for inputs like `values`
-    (Dynamo's fake tensors): (the index fff::region takes, fff's ops found
-    in it). Raises Refused, with the reason, where fff does not take it."""
+    (Dynamo's fake tensors) to run at `placement`: (the index fff::region
+    takes, fff's ops found in it). Raises Refused, with the reason, where
+    fff does not take it."""
     written = _norm_names(module)
+    results = _result_values(module)
     module = _out_of_place(module)
     if written and not _norm_names(module):
         raise Refused("its norm's result is not used: there is nothing for fff to compute")
@@ -252,13 +288,16 @@ def compile_region(module, values):
         raised = _raised_ops(raised_ir)
         if not raised:
             raise Refused("fff found no norm in it")
-        function = _compiled(ir).forward
+        sources = result_sources(values, results)
+        function = _compiled(ir, placement).forward
     except Refused:
         raise
+    except Unplaced as reason:
+        raise Refused(str(reason)) from None
     except Exception as error:  # tracing, torch-mlir or fff refused it
         text = str(error).strip()
-        raise Refused(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}") from error
-    check_results(function, module, values)
-    with LOCK:
-        _REGIONS.append(_Compiled(function, module, _exact_norm(raised_ir)))
-        return len(_REGIONS) - 1, raised
+        gpu = f" for the GPU ({placement.chip})" if placement.pipeline == "gpu" else ""
+        raise Refused(f"it did not compile{gpu}: {text.splitlines()[0] if text else type(error).__name__}") from error
+    compiled = _Compiled(function, module, _exact_norm(raised_ir), placement, sources)
+    check_results(compiled, values)
+    return register(compiled), raised

@@ -20,13 +20,14 @@ class Region:
     taken: collections.Counter
     ops: list
     index: int | None = None  # fff::region's index, for a region
-    # The fff pipeline whose code runs the call: the backend takes CPU
-    # graphs, compiled with --fff-cpu-pipeline.
     pipeline: str = "cpu"
+    # Why the call copies some of its inputs (_devices.copied_inputs).
+    copies: list = dataclasses.field(default_factory=list)
 
     def __str__(self):
         computes = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in sorted(self.taken.items()))
-        return f"{self.kind} [{self.pipeline}]: {computes} ({len(self.ops)} torch ops: {', '.join(self.ops)})"
+        copies = "".join(f"; {reason}" for reason in self.copies)
+        return f"{self.kind} [{self.pipeline}]: {computes} ({len(self.ops)} torch ops: {', '.join(self.ops)}){copies}"
 
 
 @dataclasses.dataclass
@@ -68,11 +69,12 @@ class Report:
         self.left[(name, reason)] += 1
         log.info("fff left %s: %s", name, reason)
 
-    def take(self, kind, taken, nodes, index=None):
+    def take(self, kind, taken, nodes, index=None, pipeline="cpu", copies=()):
         """Records an fff call of `kind` standing for `nodes` (Dynamo's, or
-        their names)."""
+        their names), whose code `pipeline` compiled, and which copies
+        inputs for the reasons `copies`."""
         region = Region(kind, collections.Counter(taken),
-                        [n if isinstance(n, str) else op_name(n) for n in nodes], index)
+                        [n if isinstance(n, str) else op_name(n) for n in nodes], index, pipeline, list(copies))
         self.regions.append(region)
         self.taken.update(region.taken)
         self.ops_taken += len(nodes)

@@ -145,10 +145,11 @@ def _tree_sublayer(tree):
     return arguments, tuple(n for n in chain if n is not None)
 
 
-def take_tree_sublayers(gm, report):
+def take_tree_sublayers(gm, report, pipeline="cpu"):
     """Puts fff::tree_sublayer, one fff call, in place of each FFN sublayer
     whose FFN is a tree op: its norm, layer and residual add then run in one
-    call, and torch runs nothing between them."""
+    call, and torch runs nothing between them. `pipeline` compiles it (the
+    report says)."""
     taken = False
     for tree in [n for n in gm.graph.nodes if op_name(n) in TREE_OPS.values()]:
         found = _tree_sublayer(tree)
@@ -157,7 +158,7 @@ def take_tree_sublayers(gm, report):
         taken = True
         arguments, nodes = found
         last = nodes[-1]
-        report.take("fff::tree_sublayer", [arguments[2], op_name(tree)], nodes)
+        report.take("fff::tree_sublayer", [arguments[2], op_name(tree)], nodes, pipeline=pipeline)
         with gm.graph.inserting_before(last):
             call = gm.graph.call_function(torch.ops.fff.tree_sublayer.default, arguments)
         call.meta["example_value"] = _value(last)
@@ -182,7 +183,7 @@ def _region_norm(node):
     return (call, norm) if norm else None
 
 
-def take_region_sublayers(gm, report):
+def take_region_sublayers(gm, report, pipeline="cpu"):
     """Pre-LN sublayers whose norm is written by hand (LLaMA's RMSNorm: an
     upcast, pow, mean, rsqrt and the weight), which fff compiled as a region
     that raising found to be one norm of its inputs: the region, the tree
@@ -208,7 +209,7 @@ def take_region_sublayers(gm, report):
                      [tree_args[name] for name in names], tree_args["depth"], tree_args["activation"], "pre")
         report.untake(region)
         chain = [n for n in (tree, dropout, add) if n is not None]
-        report.take("fff::tree_sublayer", [norm.kind, op_name(tree)], region.ops + chain)
+        report.take("fff::tree_sublayer", [norm.kind, op_name(tree)], region.ops + chain, pipeline=pipeline)
         with gm.graph.inserting_before(add):
             sublayer = gm.graph.call_function(torch.ops.fff.tree_sublayer.default, arguments)
         sublayer.meta["example_value"] = _value(add)

@@ -1,0 +1,229 @@
+"""torch.compile(backend="fff", options={"emulate_cuda": True}): the
+backend's CUDA path end to end on fff's PTX emulator. Every region the
+backend takes compiles with --fff-gpu-pipeline for the emulator's chip and
+runs on it through the marshalling CUDA tensors take (_devices.py), on
+layers of transformers models and tree blocks, against eager torch. The
+emulator's launch statistics (FFF_EMU_STATS) show that fff's kernels ran
+there, and its memory checks that they read and wrote only their
+buffers."""
+
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import fff.torch  # noqa: E402
+from fff.torch import _devices  # noqa: E402
+
+DRIVER = os.environ.get("FFF_CUDA_DRIVER", "")
+pytestmark = pytest.mark.skipif("emulator" not in DRIVER,
+                                reason="needs FFF_CUDA_DRIVER set to fff's PTX emulator (build it first)")
+EMULATED = {"emulate_cuda": True}
+# Relative error (over each result) against eager torch.
+TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
+
+
+def relative_error(actual, expected):
+    return ((actual.double() - expected.double()).norm() / expected.double().norm()).item()
+
+
+@pytest.fixture
+def launches(tmp_path, monkeypatch):
+    """The kernels the emulator launches while the test runs, by name."""
+    path = tmp_path / "launches.jsonl"
+    monkeypatch.setenv("FFF_EMU_STATS", str(path))
+
+    def names():
+        return [json.loads(line)["kernel"] for line in path.read_text().splitlines()] if path.exists() else []
+    return names
+
+
+def compiled_against_eager(model, inputs_list, tolerance):
+    """Runs `model` compiled with the emulated CUDA path on each inputs
+    tuple (the second shape recompiles once, with dynamic extents) and
+    holds each result to eager's."""
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", options=EMULATED)
+    for inputs in inputs_list:
+        with torch.no_grad():
+            expected, actual = model(*inputs), compiled(*inputs)
+        if hasattr(expected, "last_hidden_state"):
+            expected, actual = expected.last_hidden_state, actual.last_hidden_state
+        assert actual.shape == expected.shape and actual.dtype == expected.dtype
+        assert relative_error(actual, expected) < tolerance
+    torch._dynamo.reset()
+
+
+def assert_all_gpu(report, at_least):
+    assert report.calls >= at_least, str(report)
+    assert all(region.pipeline == "gpu" for region in report.regions), str(report)
+
+
+transformers = None
+
+
+def layer(model_type, **config):
+    global transformers
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    return transformers.AutoModel.from_config(transformers.AutoConfig.for_model(model_type, **config)).eval()
+
+
+LAYERS = {
+    "llama": dict(hidden_size=64, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  intermediate_size=128, vocab_size=128),
+    "bert": dict(hidden_size=64, num_hidden_layers=1, num_attention_heads=4, intermediate_size=128, vocab_size=128),
+    "gpt2": dict(n_embd=64, n_layer=1, n_head=4, n_inner=128, vocab_size=128, n_positions=64),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("model_type", sorted(LAYERS))
+def test_transformers_layer(model_type, dtype, launches):
+    model = layer(model_type, **LAYERS[model_type]).to(dtype)
+    ids = torch.randint(1, 128, (2, 8))
+    with torch.no_grad():
+        report = fff.torch.explain(model, ids, options=EMULATED, print_report=False)
+    # Every norm of the layer (and the final one) is a region on the GPU
+    # pipeline, and the emulator ran fff's norm kernels for them.
+    assert_all_gpu(report, at_least=3)
+    assert sum(report.taken.values()) >= 3
+    assert any("norm" in name for name in launches())
+    compiled_against_eager(model, [(ids,), (torch.randint(1, 128, (3, 11)),)], TOLERANCE[dtype])
+
+
+class TreeBlock(torch.nn.Module):
+    """A pre-LN tree sublayer, then a tree layer of two trees on its own."""
+
+    def __init__(self, leaf, dtype):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(64, dtype=dtype)
+        self.tree = fff.torch.LeafTreeFFN(64, 8, 64, depth=3, dtype=dtype) if leaf else \
+            fff.torch.TreeFFN(64, 64, depth=3, dtype=dtype)
+        self.head = fff.torch.TreeFFN(64, 48, depth=2, trees=2, dtype=dtype)
+
+    def forward(self, h):
+        h = h + self.tree(self.norm(h))
+        return self.head(h * 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("leaf", [False, True], ids=["tree", "leaf"])
+def test_tree_block(leaf, dtype, launches):
+    torch.manual_seed(1)
+    model = TreeBlock(leaf, dtype).eval()
+    h = torch.randn(2, 7, 64, dtype=dtype)
+    with torch.no_grad():
+        report = fff.torch.explain(model, h, options=EMULATED, print_report=False)
+    assert [r.kind for r in report.regions] == ["fff::tree_sublayer", "fff::tree_ffn"], str(report)
+    assert_all_gpu(report, at_least=2)
+    assert len(launches()) >= 2
+    compiled_against_eager(model, [(h,), (torch.randn(5, 3, 64, dtype=dtype),)], TOLERANCE[dtype])
+
+
+def norm_of_view(weight):
+    def f(buffer):
+        x = buffer[1:].view(5, 64)  # 4 bytes past the buffer's start
+        return torch.nn.functional.layer_norm(x * 2, (64,), weight) + 1
+    return f
+
+
+def test_misaligned_input_is_copied():
+    torch.manual_seed(2)
+    f = norm_of_view(torch.randn(64))
+    buffer = torch.randn(5 * 64 + 1)
+    report = fff.torch.explain(f, buffer, options=EMULATED, print_report=False)
+    (region,) = report.regions
+    assert region.pipeline == "gpu"
+    assert region.copies == ["input 0 starts 4 bytes past a 16-byte boundary, copied to one before each call "
+                             "(fff's kernels read 16-byte vectors)"]
+    torch._dynamo.reset()
+    assert relative_error(torch.compile(f, backend="fff", options=EMULATED)(buffer), f(buffer)) < 1e-5
+
+
+def test_misaligned_buffer_is_refused_by_the_compiled_code():
+    """What the copy above prevents: the emulator keeps a tensor's offset
+    from a 256-byte boundary, as a CUDA tensor's view has it, and fff's
+    compiled host code refuses such a buffer before any kernel reads it."""
+    executable = fff.compile("""
+func.func @norm(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %y = fff.rms_norm %x : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}""", target="cuda", chip=_devices.emulator_device().chip)
+    emulator = _devices.emulator_device()
+    x = torch.randn(5 * 64 + 1)[1:].view(5, 64)
+    assert x.data_ptr() % 16 == 4
+    with pytest.raises(fff.FFFError, match=r"@norm: argument #0 \(memref<\?x64xf32>\) is not 16-byte aligned"):
+        executable.norm(emulator.upload(x), out=emulator.empty((5, 64), torch.float32))
+    placement = _devices.Placement("emulated", emulator.chip)
+    (y,) = placement.call(executable.norm, [x], [[5, 64]])
+    assert relative_error(y, x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-5)) < 1e-5
+
+
+def test_strided_input_is_copied():
+    torch.manual_seed(3)
+    weight = torch.randn(64)
+
+    def f(x):
+        return torch.nn.functional.rms_norm(x.transpose(0, 1) + 1, (64,), weight)
+
+    x = torch.randn(64, 6)
+    report = fff.torch.explain(f, x, options=EMULATED, print_report=False)
+    (region,) = report.regions
+    assert region.copies == ["input 0 is a strided view, copied contiguous before each call"], str(report)
+    torch._dynamo.reset()
+    assert relative_error(torch.compile(f, backend="fff", options=EMULATED)(x), f(x)) < 1e-5
+
+
+def test_float64_stays_with_the_fallback():
+    weight = torch.randn(64, dtype=torch.float64)
+
+    def f(x):
+        return torch.nn.functional.layer_norm(x * 2, (64,), weight) + 1
+
+    x = torch.randn(5, 64, dtype=torch.float64)
+    report = fff.torch.explain(f, x, options=EMULATED, print_report=False)
+    assert report.calls == 0
+    assert ("layer_norm", "fff compiles f32, f16 and bf16 tensors, and this op's are float64") in report.left
+    torch._dynamo.reset()
+    assert torch.allclose(torch.compile(f, backend="fff", options=EMULATED)(x), f(x))
+
+
+def test_training_graph_keeps_trained_norms_on_the_cpu():
+    """fff's trained norms (forward and backward) have CPU kernels only so
+    far: under emulate_cuda a training graph's norms run there, and the
+    report says so."""
+    torch.manual_seed(4)
+    norm = torch.nn.LayerNorm(64)
+    x = torch.randn(6, 64, requires_grad=True)
+    report = fff.torch.explain(norm, x, options=EMULATED, backward=True, print_report=False)
+    assert [(r.kind, r.pipeline) for r in report.regions] == [("fff::layer_norm_train", "cpu")], str(report)
+
+
+def test_placements():
+    cpu, meta = torch.empty(2), torch.empty(2, device="meta")
+    assert _devices.placement_of([cpu]) is _devices.CPU
+    assert _devices.placement_of([cpu], emulate_cuda=True).kind == "emulated"
+    with pytest.raises(_devices.Unplaced, match="the graph's tensors are on cpu and meta"):
+        _devices.placement_of([cpu, meta])
+    with pytest.raises(_devices.Unplaced, match="emulate_cuda runs CPU graphs on fff's PTX emulator; this one is "
+                                                "on meta"):
+        _devices.placement_of([meta], emulate_cuda=True)
+
+
+def test_option_is_checked():
+    with pytest.raises(ValueError, match="option 'emulate_cuda' must be True or False"):
+        fff.torch.check_options({"emulate_cuda": "yes"})
+
+
+def test_without_a_driver(monkeypatch):
+    monkeypatch.delenv("FFF_CUDA_DRIVER")
+    _devices.emulator_device.cache_clear()
+    try:
+        with pytest.raises(fff.FFFError, match="set it to fff's PTX emulator"):
+            _devices.placement_of([torch.empty(2)], emulate_cuda=True)
+    finally:
+        _devices.emulator_device.cache_clear()
