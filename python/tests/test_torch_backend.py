@@ -339,6 +339,24 @@ def test_torchs_own_rms_norm_is_taken(form, weight, dtype):
         assert relative_error(torch.compile(model, backend="fff")(x), model(x)) < tolerance
 
 
+def test_a_norm_of_a_norm_in_one_region_raises_both():
+    torch.manual_seed(6)
+    inner, outer = torch.nn.LayerNorm(48), torch.nn.RMSNorm(48)
+    with torch.no_grad():
+        inner.weight.normal_()
+        outer.weight.normal_()
+
+    def model(x):
+        return outer(inner(x + 1) * 2)
+
+    x = torch.randn(3, 5, 48)
+    report = fff.torch.explain(model, x, grad=False, print_report=False)
+    assert report.calls == 1 and report.taken == {"layer_norm": 1, "rms_norm": 1}, str(report)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert relative_error(torch.compile(model, backend="fff")(x), model(x)) < 1e-5
+
+
 def test_threads_making_first_calls_together_get_eager_results():
     import threading
 

@@ -13,7 +13,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partit
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ._backward_fusion import with_backward_fusion
-from ._devices import CPU, Unplaced, copied_inputs, placement_of
+from ._devices import Unplaced, copied_inputs, placement_of
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
 from ._placed_ops import place_fff_ops
@@ -172,7 +172,7 @@ def _rank(node):
     return value.dim() if isinstance(value, torch.Tensor) else 0
 
 
-def _take_trained_region(gm, node, index, inner, report):
+def _take_trained_region(gm, node, index, inner, report, placement):
     """In a training graph, the region `node` calls, compiled as region
     `index`, becomes the trained op of its norm where raising found it to
     be exactly one norm of its inputs."""
@@ -187,7 +187,7 @@ def _take_trained_region(gm, node, index, inner, report):
     outputs = _outputs(getattr(gm, node.target))
     results = [u for u in node.users] if isinstance(outputs, (tuple, list)) else [node]
     return replace_with_trained_norm(gm, node, results, norm.kind, inputs[norm.x], weight, bias, 1, norm.eps,
-                                     inner, report)
+                                     inner, report, placement)
 
 
 def _outputs(module):
@@ -224,7 +224,7 @@ def _take_region(gm, node, report, placement, training=False):
             report.leave(n, f"its region was refused: {refusal}")
         return False
     if training:
-        return _take_trained_region(gm, node, index, inner, report)
+        return _take_trained_region(gm, node, index, inner, report, placement)
     report.take("fff::region", raised, inner, index=index, pipeline=placement.pipeline,
                 copies=copied_inputs(values, placement))
     outputs = _outputs(module)
@@ -324,16 +324,12 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         return _leave_graph(nodes, report, reason, fallback)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
                                                for t in example_inputs)
-    if training and placement.kind == "cuda":
-        return _leave_graph(nodes, report, "fff's trained norms run on the CPU so far, and this training graph is "
-                            "on CUDA", fallback)
     if training:
         # A training graph: its norms, forward and backward, run on fff's
-        # CPU kernels (also under emulate_cuda); everything else, and its
-        # gradient, is the fallback's.
+        # kernels; everything else, and its gradient, is the fallback's.
         report.training = True
-        refused = take_trained_norms(gm, report)
-        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, CPU, training=True, reported=refused)
+        refused = take_trained_norms(gm, report, placement)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, training=True, reported=refused)
     else:
         take_tree_sublayers(gm, report, placement.pipeline)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement)

@@ -50,6 +50,24 @@ def _residual_add(dx):
     return add, other
 
 
+def _keywords(call):
+    """The arguments of the op `call` makes, all by name: the graph may pass
+    any of them by position (emulate_cuda, after residual_grad)."""
+    names = [argument.name for argument in call.target._schema.arguments]
+    return {**dict(zip(names, call.args)), **call.kwargs}
+
+
+def _with_residual_grad(call, residual_grad):
+    """The arguments of `call` with `residual_grad` given: in its place
+    where the call passes arguments after it by position (emulate_cuda),
+    else as a keyword, so that the call keeps the form Inductor saw."""
+    names = [argument.name for argument in call.target._schema.arguments]
+    index = names.index("residual_grad")
+    if len(call.args) > index:
+        return call.args[:index] + (residual_grad,) + call.args[index + 1:], dict(call.kwargs)
+    return call.args, {**call.kwargs, "residual_grad": residual_grad}
+
+
 def fuse_residual_grads(graph):
     """Gives each trained norm's backward call in `graph` the residual
     gradient added to its dx, where there is one; returns how many it
@@ -57,7 +75,7 @@ def fuse_residual_grads(graph):
     ops, fused = _backward_ops(), 0
     order = {node: i for i, node in enumerate(graph.nodes)}
     for call in list(graph.nodes):
-        if call.op != "call_function" or call.target not in ops or call.kwargs.get("residual_grad") is not None:
+        if call.op != "call_function" or call.target not in ops or _keywords(call).get("residual_grad") is not None:
             continue
         getters = [u for u in call.users if u.op == "call_function" and u.target is operator.getitem]
         if len(getters) != len(call.users):
@@ -74,7 +92,7 @@ def fuse_residual_grads(graph):
         if any(order[user] <= order[anchor] for user in readers):
             continue
         with graph.inserting_after(anchor):
-            accumulating = graph.call_function(call.target, call.args, {**call.kwargs, "residual_grad": other})
+            accumulating = graph.call_function(call.target, *_with_residual_grad(call, other))
         accumulating.meta.update(call.meta)
         last = accumulating
         for getter in getters:

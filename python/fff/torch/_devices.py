@@ -103,6 +103,21 @@ class Placement:
 CPU = Placement("cpu")
 
 
+def placement_of_device(device, emulate_cuda=False):
+    """Where fff's code runs for a call whose tensors are on `device`: the
+    emulator's GPU code for CPU tensors with `emulate_cuda`."""
+    if emulate_cuda:
+        if device.type != "cpu":
+            raise FFFError(f"emulate_cuda takes CPU tensors, not {device.type} ones")
+        return Placement("emulated", emulator_device().chip)
+    if device.type == "cpu":
+        return CPU
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        return Placement("cuda", f"sm_{major}{minor}")
+    raise FFFError(f"fff runs on CPU and CUDA tensors, not on '{device.type}'")
+
+
 def placement_of(tensors, emulate_cuda=False):
     """Where fff's code runs for a graph whose example inputs include
     `tensors`; raises Unplaced where it cannot run there."""

@@ -7,24 +7,12 @@ import functools
 import torch
 
 from .._compiler import compile as _compile
-from .._fff import FFFError
-from ._devices import CPU, Placement
 
 ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 def tensor_type(shape, element):
     return "tensor<" + "".join(("?" if d is None else str(d)) + "x" for d in shape) + element + ">"
-
-
-def placement_of_device(device):
-    """Where fff's code runs for a call whose tensors are on `device`."""
-    if device.type == "cpu":
-        return CPU
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        return Placement("cuda", f"sm_{major}{minor}")
-    raise FFFError(f"fff runs on CPU and CUDA tensors, not on '{device.type}'")
 
 
 @functools.lru_cache(maxsize=None)

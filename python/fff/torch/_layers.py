@@ -8,8 +8,8 @@ import math
 import torch
 
 from .._fff import FFFError
-from ._devices import CPU
-from ._kernels import ELEMENT, placement_of_device, run_rows, tensor_type
+from ._devices import CPU, placement_of_device
+from ._kernels import ELEMENT, run_rows, tensor_type
 from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
                              tree_ffn_autograd, tree_sublayer_autograd)
 

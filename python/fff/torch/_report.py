@@ -80,11 +80,11 @@ class Report:
         self.ops_taken += len(nodes)
         log.info("fff took %s", region)
 
-    def take_backward(self, kind, taken, nodes):
+    def take_backward(self, kind, taken, nodes, pipeline="cpu"):
         """Records the backward fff call of `kind` that the forward's call for
         `nodes` brings into the backward graph."""
         region = Region(kind, collections.Counter(taken),
-                        [n if isinstance(n, str) else op_name(n) for n in nodes])
+                        [n if isinstance(n, str) else op_name(n) for n in nodes], pipeline=pipeline)
         self.backward.append(region)
         self.backward_taken.update(region.taken)
         log.info("fff's backward takes %s", region)

@@ -7,7 +7,8 @@ import operator
 
 import torch
 
-from ._nodes import FLOATS, example_value, op_name
+from ._devices import CPU
+from ._nodes import FLOATS, example_value
 from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS, _bound
 from ._training import Unsupported, executable, train_op
 
@@ -33,11 +34,12 @@ def _static(extents):
     return all(isinstance(e, int) for e in extents)
 
 
-def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normalized_ndim, eps, ops, report):
-    """Puts the trained op of a `kind` norm of `x` in place of `node`, whose
-    results (`results`: the node itself, or the getitems that take its one
-    result) it gives; False, with the reason reported for `ops`, where fff
-    does not train it."""
+def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normalized_ndim, eps, ops, report,
+                              placement=CPU):
+    """Puts the trained op of a `kind` norm of `x`, its code run at
+    `placement`, in place of `node`, whose results (`results`: the node
+    itself, or the getitems that take its one result) it gives; False, with
+    the reason reported for `ops`, where fff does not train it."""
     value = example_value(x)
     reason = None
     if not isinstance(value, torch.Tensor) or value.dtype not in FLOATS:
@@ -50,7 +52,7 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
     else:
         normalized_shape = tuple(value.shape[value.dim() - normalized_ndim:])
         try:
-            executable(kind, value.dtype, normalized_shape, weight is not None, bias is not None, eps)
+            executable(kind, value.dtype, normalized_shape, weight is not None, bias is not None, eps, placement)
         except Unsupported as refusal:
             reason = str(refusal)
     if reason:
@@ -58,8 +60,9 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
             report.leave(n, f"its norm was not trained by fff: {reason}")
         return False
     arguments = (x, weight, bias, normalized_ndim, eps) if kind == "layer_norm" else (x, weight, normalized_ndim, eps)
+    emulated = {"emulate_cuda": True} if placement.kind == "emulated" else {}
     with gm.graph.inserting_before(node):
-        call = gm.graph.call_function(train_op(kind), arguments)
+        call = gm.graph.call_function(train_op(kind), arguments, emulated)
         y = gm.graph.call_function(operator.getitem, (call, 0)) if kind == "layer_norm" else call
     y.meta["example_value"] = example_value(results[0])
     for result in results:
@@ -67,8 +70,8 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
         if result is not node:
             gm.graph.erase_node(result)
     gm.graph.erase_node(node)
-    report.take(f"fff::{kind}_train", [kind], ops)
-    report.take_backward(f"fff::{kind}_train_backward", [f"{kind}_grad"], ops)
+    report.take(f"fff::{kind}_train", [kind], ops, pipeline=placement.pipeline)
+    report.take_backward(f"fff::{kind}_train_backward", [f"{kind}_grad"], ops, pipeline=placement.pipeline)
     return True
 
 
@@ -99,9 +102,10 @@ def _explicit_norm(node):
     return kind, arguments["input"], weight, bias, len(shape), float(eps)
 
 
-def take_trained_norms(gm, report):
-    """Puts the trained op in place of each call of a norm function that fff
-    trains; returns the calls it left, each reported with its reason."""
+def take_trained_norms(gm, report, placement=CPU):
+    """Puts the trained op, its code run at `placement`, in place of each
+    call of a norm function that fff trains; returns the calls it left,
+    each reported with its reason."""
     changed, refused = False, set()
     for node in list(gm.graph.nodes):
         if not (node.op == "call_function" and node.target in _SUBLAYER_NORMS):
@@ -114,7 +118,8 @@ def take_trained_norms(gm, report):
             refused.add(node)
             continue
         kind, x, weight, bias, normalized_ndim, eps = found
-        if replace_with_trained_norm(gm, node, [node], kind, x, weight, bias, normalized_ndim, eps, [node], report):
+        if replace_with_trained_norm(gm, node, [node], kind, x, weight, bias, normalized_ndim, eps, [node], report,
+                                     placement):
             changed = True
         else:
             refused.add(node)

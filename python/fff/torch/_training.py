@@ -1,5 +1,7 @@
 """Norms that train: LayerNorm and RMSNorm as custom ops with a backward,
-both on fff's CPU kernels, for graphs that need gradients.
+both on fff's kernels (the CPU's, the GPU's for CUDA tensors, or the GPU's
+on fff's PTX emulator with `emulate_cuda`: _devices.py), for graphs that
+need gradients.
 
 fff::layer_norm_train(x, weight, bias, normalized_ndim, eps) returns y and
 the f32 mean and rstd that its backward, fff::layer_norm_train_backward
@@ -22,6 +24,7 @@ import numpy as np
 import torch
 
 from .._compiler import compile as _compile
+from ._devices import CPU, placement_of_device
 
 _MLIR = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 # How far the first call's check lets fff's results be from torch's: f32
@@ -124,40 +127,44 @@ class _Executable:
     """One norm's compiled forward and backward over rows of its normalized
     shape."""
 
-    def __init__(self, kind, dtype, normalized_shape, has_weight, has_bias, eps):
+    def __init__(self, kind, dtype, normalized_shape, has_weight, has_bias, eps, placement):
         self.kind, self.dtype, self.shape = kind, dtype, normalized_shape
         self.has_weight, self.has_bias = has_weight, has_bias
-        self.eps = eps
+        self.eps, self.placement = eps, placement
         try:
-            self.exe = _compile(_module(kind, dtype, normalized_shape, has_weight, has_bias, eps), target="cpu")
+            self.exe = _compile(_module(kind, dtype, normalized_shape, has_weight, has_bias, eps),
+                                target=placement.target, **dict(placement.options))
         except Exception as error:  # fff refused the module
             text = str(error).strip()
             raise Unsupported(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}")
         self._check()
 
     def rows(self, t):
-        return t.contiguous().view(-1, *self.shape)
+        return t.reshape(-1, *self.shape)
 
     def stats_rows(self, t):
-        return t.contiguous().view(-1, *(1 for _ in self.shape))
+        return t.reshape(-1, *(1 for _ in self.shape))
 
     def forward(self, x, weight, bias):
-        args = [self.rows(x)] + [t.contiguous() for t in (weight, bias) if t is not None]
-        results = self.exe.forward(*args)
-        results = list(results) if isinstance(results, (tuple, list)) else [results]
+        rows = self.rows(x)
+        args = [rows] + [t for t in (weight, bias) if t is not None]
+        stats = [rows.shape[0], *(1 for _ in self.shape)]
+        shapes = [rows.shape] + ([stats, stats] if self.kind == "layer_norm" else [])
+        results = self.placement.call(self.exe.forward, args, shapes)
         stats_shape = x.shape[:x.dim() - len(self.shape)] + (1,) * len(self.shape)
         return [results[0].view(x.shape)] + [r.view(stats_shape) for r in results[1:]]
 
     def backward(self, dy, x, stats, weight, residual_grad=None):
         """dx (plus `residual_grad` where given), then the parameter
         gradients."""
-        args = [self.rows(dy), self.rows(x)] + [self.stats_rows(s) for s in stats] + \
-            ([weight.contiguous()] if weight is not None else [])
+        rows = self.rows(x)
+        args = [self.rows(dy), rows] + [self.stats_rows(s) for s in stats] + ([weight] if weight is not None else [])
+        grads = int(self.has_weight) + int(self.has_bias and self.kind == "layer_norm")
+        shapes = [rows.shape] + [self.shape] * grads
         if residual_grad is None:
-            results = self.exe.backward(*args)
+            results = self.placement.call(self.exe.backward, args, shapes)
         else:
-            results = self.exe.backward_accumulate(*args, self.rows(residual_grad))
-        results = list(results) if isinstance(results, (tuple, list)) else [results]
+            results = self.placement.call(self.exe.backward_accumulate, args + [self.rows(residual_grad)], shapes)
         return [results[0].view(x.shape)] + results[1:]
 
     def _check(self):
@@ -172,9 +179,16 @@ class _Executable:
         bias = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_bias else None
         y, dx, dweight, dbias = _reference(self.kind, x, weight, bias, self.shape, self.eps, dy)
         residual_grad = torch.randn(shape, generator=generator).to(self.dtype)
-        forward = self.forward(x, weight, bias)
-        grads = self.backward(dy, x, forward[1:], weight)
-        accumulated = self.backward(dy, x, forward[1:], weight, residual_grad)[0]
+        # On the device fff's code runs on (CUDA's; the emulator's and the
+        # CPU's take CPU tensors), compared on the CPU.
+        device = "cuda" if self.placement.kind == "cuda" else "cpu"
+        x, dy, weight, bias, residual_grad = (None if t is None else t.to(device)
+                                              for t in (x, dy, weight, bias, residual_grad))
+        forward = [t.cpu() for t in self.forward(x, weight, bias)]
+        stats = [t.to(device) for t in forward[1:]]
+        grads = [t.cpu() for t in self.backward(dy, x, stats, weight)]
+        accumulated = self.backward(dy, x, stats, weight, residual_grad)[0].cpu()
+        residual_grad = residual_grad.cpu()
         checks = [("y", forward[0], y), ("dx", grads[0], dx),
                   ("dx plus the residual gradient", accumulated, dx + residual_grad.double())]
         if self.has_weight:
@@ -190,12 +204,12 @@ _EXECUTABLES = {}
 _LOCK = threading.Lock()
 
 
-def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps):
-    """The checked executable of one norm; raises Unsupported with the
-    reason where fff does not train it."""
+def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps, placement=CPU):
+    """The checked executable of one norm, its code run at `placement`;
+    raises Unsupported with the reason where fff does not train it."""
     if dtype not in _MLIR:
         raise Unsupported(f"fff's norms take f32, f16 and bf16, not {dtype}")
-    key = (kind, dtype, tuple(normalized_shape), has_weight, has_bias, float(eps))
+    key = (kind, dtype, tuple(normalized_shape), has_weight, has_bias, float(eps), placement)
     with _LOCK:
         if key not in _EXECUTABLES:
             try:
@@ -246,16 +260,19 @@ def _no_grad(t):
 
 @torch.library.custom_op("fff::layer_norm_train", mutates_args=())
 def layer_norm_train(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
-                     normalized_ndim: int, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """LayerNorm over x's trailing `normalized_ndim` dims: y, mean, rstd."""
+                     normalized_ndim: int, eps: float, emulate_cuda: bool = False
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LayerNorm over x's trailing `normalized_ndim` dims: y, mean, rstd.
+    With `emulate_cuda`, CPU tensors run the GPU's code on fff's PTX
+    emulator (the backend's option of that name)."""
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None,
-                     bias is not None, eps)
+                     bias is not None, eps, placement_of_device(x.device, emulate_cuda))
     y, mean, rstd = exe.forward(x, weight, bias)
     return y, mean, rstd
 
 
 @layer_norm_train.register_fake
-def _(x, weight, bias, normalized_ndim, eps):
+def _(x, weight, bias, normalized_ndim, eps, emulate_cuda=False):
     stats = _stats_shape(x, normalized_ndim)
     return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
             x.new_empty(stats, dtype=torch.float32), x.new_empty(stats, dtype=torch.float32))
@@ -264,21 +281,22 @@ def _(x, weight, bias, normalized_ndim, eps):
 @torch.library.custom_op("fff::layer_norm_train_backward", mutates_args=())
 def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
                               weight: torch.Tensor | None, normalized_ndim: int, has_bias: bool,
-                              eps: float, residual_grad: torch.Tensor | None = None
+                              eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False
                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """fff.layer_norm_grad: dx, dweight and dbias (empty where absent).
     With `residual_grad`, the first result is residual_grad + dx, added as
     dx is written (the backward graph's residual add, fused by
     _backward_fusion.py)."""
     _check_residual_grad(residual_grad, x)
-    exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps)
+    exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
+                     placement_of_device(x.device, emulate_cuda))
     count_backward("layer_norm_grad", residual_grad)
     grads = exe.backward(dy, x, (mean, rstd), weight, residual_grad)
     return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
 
 
 @layer_norm_train_backward.register_fake
-def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None):
+def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None, emulate_cuda=False):
     _check_residual_grad(residual_grad, x)
     shape = _normalized(x, normalized_ndim)
     return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
@@ -286,10 +304,10 @@ def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=N
 
 
 def _layer_norm_setup(ctx, inputs, output):
-    x, weight, bias, normalized_ndim, eps = inputs
+    x, weight, bias, normalized_ndim, eps, emulate_cuda = inputs
     _, mean, rstd = output
     ctx.save_for_backward(x, weight, mean, rstd)
-    ctx.normalized_ndim, ctx.has_bias, ctx.eps = normalized_ndim, bias is not None, eps
+    ctx.normalized_ndim, ctx.has_bias, ctx.eps, ctx.emulate_cuda = normalized_ndim, bias is not None, eps, emulate_cuda
 
 
 def _layer_norm_backward(ctx, dy, _dmean, _drstd):
@@ -298,7 +316,7 @@ def _layer_norm_backward(ctx, dy, _dmean, _drstd):
         # backward(create_graph=True): the gradient must itself be
         # differentiable, which fff's backward op is not; torch's is.
         shape = _normalized(x, ctx.normalized_ndim)
-        bias = torch.zeros(shape, dtype=x.dtype) if ctx.has_bias else None
+        bias = torch.zeros(shape, dtype=x.dtype, device=x.device) if ctx.has_bias else None
         dx, dweight, dbias = torch.ops.aten.native_layer_norm_backward(
             # Its double backward differentiates through x (mean and rstd
             # are x's) and takes the statistics as constants.
@@ -306,49 +324,54 @@ def _layer_norm_backward(ctx, dy, _dmean, _drstd):
             [True, weight is not None, ctx.has_bias])
     else:
         dx, dweight, dbias = torch.ops.fff.layer_norm_train_backward(dy, x, mean, rstd, weight,
-                                                                      ctx.normalized_ndim, ctx.has_bias, ctx.eps)
-    return dx, dweight if weight is not None else None, dbias if ctx.has_bias else None, None, None
+                                                                      ctx.normalized_ndim, ctx.has_bias, ctx.eps,
+                                                                      emulate_cuda=ctx.emulate_cuda)
+    return dx, dweight if weight is not None else None, dbias if ctx.has_bias else None, None, None, None
 
 
 layer_norm_train.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup)
 
 
 @torch.library.custom_op("fff::rms_norm_train", mutates_args=())
-def rms_norm_train(x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int, eps: float) -> torch.Tensor:
-    """RMSNorm over x's trailing `normalized_ndim` dims."""
-    exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps)
+def rms_norm_train(x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int, eps: float,
+                   emulate_cuda: bool = False) -> torch.Tensor:
+    """RMSNorm over x's trailing `normalized_ndim` dims (`emulate_cuda` as
+    for layer_norm_train)."""
+    exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
+                     placement_of_device(x.device, emulate_cuda))
     return exe.forward(x, weight, None)[0]
 
 
 @rms_norm_train.register_fake
-def _(x, weight, normalized_ndim, eps):
+def _(x, weight, normalized_ndim, eps, emulate_cuda=False):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
 @torch.library.custom_op("fff::rms_norm_train_backward", mutates_args=())
 def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int,
-                            eps: float, residual_grad: torch.Tensor | None = None
+                            eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False
                             ) -> tuple[torch.Tensor, torch.Tensor]:
     """fff.rms_norm_grad: dx and dweight (empty where absent); with
     `residual_grad`, residual_grad + dx in dx's place."""
     _check_residual_grad(residual_grad, x)
-    exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps)
+    exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
+                     placement_of_device(x.device, emulate_cuda))
     count_backward("rms_norm_grad", residual_grad)
     grads = exe.backward(dy, x, (), weight, residual_grad)
     return grads[0], grads[1] if weight is not None else _no_grad(x)
 
 
 @rms_norm_train_backward.register_fake
-def _(dy, x, weight, normalized_ndim, eps, residual_grad=None):
+def _(dy, x, weight, normalized_ndim, eps, residual_grad=None, emulate_cuda=False):
     _check_residual_grad(residual_grad, x)
     shape = _normalized(x, normalized_ndim) if weight is not None else (0,)
     return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape)
 
 
 def _rms_norm_setup(ctx, inputs, output):
-    x, weight, normalized_ndim, eps = inputs
+    x, weight, normalized_ndim, eps, emulate_cuda = inputs
     ctx.save_for_backward(x, weight)
-    ctx.normalized_ndim, ctx.eps = normalized_ndim, eps
+    ctx.normalized_ndim, ctx.eps, ctx.emulate_cuda = normalized_ndim, eps, emulate_cuda
 
 
 def _rms_norm_backward(ctx, dy):
@@ -357,9 +380,10 @@ def _rms_norm_backward(ctx, dy):
         # backward(create_graph=True): the gradient in torch's ops, which
         # autograd differentiates again; fff's backward op is not.
         dx, dweight = _rms_norm_vjp(x, weight, dy, ctx.normalized_ndim, ctx.eps)
-        return dx, dweight, None, None
-    dx, dweight = torch.ops.fff.rms_norm_train_backward(dy, x, weight, ctx.normalized_ndim, ctx.eps)
-    return dx, dweight if weight is not None else None, None, None
+        return dx, dweight, None, None, None
+    dx, dweight = torch.ops.fff.rms_norm_train_backward(dy, x, weight, ctx.normalized_ndim, ctx.eps,
+                                                        emulate_cuda=ctx.emulate_cuda)
+    return dx, dweight if weight is not None else None, None, None, None
 
 
 def _rms_norm_vjp(x, weight, dy, normalized_ndim, eps):

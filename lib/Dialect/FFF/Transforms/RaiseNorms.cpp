@@ -11,7 +11,8 @@
 // a bias add, an upcast), which stay in place for fusion to take. Roots are
 // tried from the last op backwards, so that the largest match (with gamma
 // and beta) wins. A root that is no norm may be a LayerNorm or RMSNorm
-// backward's dx (RaiseNormGrads.cpp).
+// backward's dx (RaiseNormGrads.cpp). Rounds repeat while one raises
+// something, so that a norm of a norm's result is found too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -235,6 +236,24 @@ std::optional<NormMatch> matchNorm(Term *root, RankedTensorType type) {
 
 struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
   void runOnOperation() override {
+    // Rounds until one raises nothing. A norm of another norm's result
+    // (`rms_norm(rms_norm(x) * 2)`) reads, decomposed, as more factors than
+    // a match looks through; once the inner norm is an op, its result is
+    // one term, and the next round matches the outer norm.
+    bool raised = true;
+    while (raised) {
+      raised = raiseRound();
+      // The decomposed chains are dead now, except where they had other
+      // uses; gone before the next round, they are not matched again.
+      if (failed(applyPatternsGreedily(getOperation(),
+                                       RewritePatternSet(&getContext()))))
+        return signalPassFailure();
+    }
+  }
+
+  /// Tries every elementwise root once; whether any was raised.
+  bool raiseRound() {
+    bool raised = false;
     SmallVector<linalg::GenericOp> candidates;
     getOperation()->walk([&](linalg::GenericOp op) {
       if (op->getNumResults() == 1 && op.getNumReductionLoops() == 0)
@@ -257,34 +276,34 @@ struct RaiseNormsPass : fff::impl::RaiseNormsBase<RaiseNormsPass> {
         continue;
       rewriter.setInsertionPoint(op);
       if (std::optional<NormMatch> match = matchNorm(term, resultType)) {
-        Value raised = buildNorm(rewriter, op.getLoc(), *match);
-        rewriter.replaceAllUsesWith(op->getResult(0), raised);
+        Value norm = buildNorm(rewriter, op.getLoc(), *match);
+        rewriter.replaceAllUsesWith(op->getResult(0), norm);
+        raised = true;
       } else if (std::optional<NormGradMatch> grad =
                      matchLayerNormGrad(term, resultType)) {
-        auto raised = LayerNormGradOp::create(
+        auto gradOp = LayerNormGradOp::create(
             rewriter, op.getLoc(), grad->gradOutput, grad->input, grad->mean,
             grad->rstd, grad->gamma,
             rewriter.getI64IntegerAttr(grad->normalizedRank), UnitAttr());
-        rewriter.replaceAllUsesWith(op->getResult(0), raised.getGradInput());
-        raiseParameterGradients(rewriter, raised);
+        rewriter.replaceAllUsesWith(op->getResult(0), gradOp.getGradInput());
+        raiseParameterGradients(rewriter, gradOp);
         // The root goes now, so that the ops it read (an f32 dx before its
         // narrowing to bf16) are not roots of a second match.
         rewriter.eraseOp(op);
+        raised = true;
       } else if (std::optional<NormGradMatch> grad =
                      matchRMSNormGrad(term, resultType)) {
-        auto raised = RMSNormGradOp::create(
+        auto gradOp = RMSNormGradOp::create(
             rewriter, op.getLoc(), grad->gradOutput, grad->input, grad->rstd,
             grad->gamma,
             grad->rstd ? FloatAttr() : rewriter.getF32FloatAttr(grad->epsilon),
             rewriter.getI64IntegerAttr(grad->normalizedRank));
-        rewriter.replaceAllUsesWith(op->getResult(0), raised.getGradInput());
+        rewriter.replaceAllUsesWith(op->getResult(0), gradOp.getGradInput());
         rewriter.eraseOp(op);
+        raised = true;
       }
     }
-    // The decomposed chains are dead now, except where they had other uses.
-    if (failed(applyPatternsGreedily(getOperation(),
-                                     RewritePatternSet(&getContext()))))
-      return signalPassFailure();
+    return raised;
   }
 
   static Value buildNorm(RewriterBase &rewriter, Location loc,
