@@ -231,6 +231,40 @@ def test_training_step(model_type, launches):
         assert close, name
 
 
+def test_tree_training_step(launches):
+    """A training graph's tree layers under emulate_cuda: fff::tree_ffn's
+    forward and backward (fff.tree_ffn_grad) on the GPU's kernels, the leaf
+    tree's forward there and its backward in torch ops; every gradient is
+    eager's (whose tree gradient is the CPU kernel's)."""
+    torch.manual_seed(7)
+    model = TreeBlock(leaf=True, dtype=torch.float32).train()
+    model.tree.w1.data.normal_()  # leaves of more than one sign
+    h = torch.randn(3, 5, 64, requires_grad=True)
+    report = fff.torch.explain(model, h, options=EMULATED, backward=True, print_report=False)
+    pipelines = {r.kind: r.pipeline for r in report.regions + report.backward}
+    assert pipelines == {"fff::layer_norm_train": "gpu", "fff::leaf_tree_ffn": "gpu", "fff::tree_ffn": "gpu",
+                         "fff::layer_norm_train_backward": "gpu", "fff::tree_ffn_backward": "gpu",
+                         "fff::leaf_tree_ffn_backward": "torch"}, str(report)
+    names = launches()
+    assert any("grad" in name and "tree" in name for name in names), names
+    weighting = torch.randn(3, 5, 48, generator=torch.Generator().manual_seed(8))
+
+    def gradients(run):
+        model.zero_grad()
+        h.grad = None
+        (run(h) * weighting).sum().backward()
+        return {"h": h.grad.clone(), **{n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}}
+
+    expected = gradients(model)
+    torch._dynamo.reset()
+    actual = gradients(torch.compile(model, backend="fff", options=EMULATED))
+    torch._dynamo.reset()
+    assert actual.keys() == expected.keys()
+    for name in expected:
+        # A leaf tree's routing nodes get no gradient (zeros), both ways.
+        assert torch.equal(actual[name], expected[name]) or relative_error(actual[name], expected[name]) < 1e-4, name
+
+
 def test_placements():
     cpu, meta = torch.empty(2), torch.empty(2, device="meta")
     assert _devices.placement_of([cpu]) is _devices.CPU

@@ -187,13 +187,13 @@ def test_cpu_backward_runs_on_the_fff_kernel_and_matches_the_torch_op_backward(d
     # fff::tree_ffn_backward on CPU tensors is fff's tree_ffn_grad kernel:
     # bitwise its result, run after run, and within rounding of the
     # torch-op backward (which f64 and CUDA tensors take).
-    from fff.torch import _kernels
+    from fff.torch import _devices, _kernels
     generator = torch.Generator().manual_seed(5)
     inputs = tensors(301, 40, 24, 6, 2, dtype, bias, generator)
     dy = torch.randn(301, 24, generator=generator).to(dtype)
     got = torch.ops.fff.tree_ffn_backward(dy, *inputs, 6, "gelu")
     again = torch.ops.fff.tree_ffn_backward(dy, *inputs, 6, "gelu")
-    kernel = _kernels.tree_ffn_grad(dy, *inputs, 6, "gelu")
+    kernel = _kernels.tree_ffn_grad(dy, *inputs, 6, "gelu", _devices.CPU)
     torch_ops = tree_ffn_backward(dy, *inputs, 6, "gelu")
     for g, a, k, t in zip(got, again, kernel, torch_ops):
         if t is None:

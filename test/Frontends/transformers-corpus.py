@@ -12,7 +12,11 @@
 # is rounding noise). A family fails if it gives a wrong answer or raises. Prints per family the norms present (torch modules and functions
 # that normalize), the norms fff took, and any error.
 #
-#   PYTHONPATH=build/python build/venv/bin/python test/Frontends/transformers-corpus.py [FAMILY ...]
+#   PYTHONPATH=build/python build/venv/bin/python test/Frontends/transformers-corpus.py [--emulate-cuda] [FAMILY ...]
+#
+# With --emulate-cuda, the backend runs with options={"emulate_cuda": True}:
+# every fff call compiles for the GPU and runs on fff's PTX emulator (the
+# driver FFF_CUDA_DRIVER names), as on CUDA tensors.
 #
 # REQUIRES: python-package, torch
 # RUN: env PYTHONPATH=%fff_obj_root/python %python %s | FileCheck %s
@@ -180,11 +184,16 @@ def report_line(report):
     return ", ".join(f"{name} x{count}" for name, count in sorted(report.taken.items())) or "none"
 
 
+# The backend's options beyond the fallback (--emulate-cuda).
+OPTIONS = {}
+
+
 def run_forward(name, model_type, config_kwargs, kind, dtype):
     model = build(model_type, config_kwargs).to(dtype)
     report = fff.torch.Report()
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    compiled = torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report,
+                                                                                 **OPTIONS))
     with torch.no_grad():
         for i, shape in enumerate(TEXT_SHAPES):
             args = inputs(kind, model.config, shape, seed=i)
@@ -222,7 +231,7 @@ def run_training(name, model_type, config_kwargs, kind):
     report = fff.torch.Report()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report,
-                                                                                 fallback="eager"))
+                                                                                 fallback="eager", **OPTIONS))
     args = inputs(kind, model.config, TEXT_SHAPES[0], seed=5)
     # wav2vec2 sets requires_grad on a view of its input itself, which
     # torch refuses where the input already requires it.
@@ -259,7 +268,8 @@ def run_generate(name, model_type, config_kwargs):
         torch._dynamo.reset()
         eager_forward = model.forward
         model.forward = torch.compile(model.forward,
-                                      backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+                                      backend=lambda gm, example: fff.torch.backend(gm, example, report=report,
+                                                                                 **OPTIONS))
         try:
             actual = model.generate(prompt, **settings)
         finally:
@@ -287,6 +297,9 @@ def main(selected):
             start = time.time()
             try:
                 present, report, wrong = plan()
+                on_cpu = [r.kind for r in report.regions + report.backward if r.pipeline != "gpu"]
+                if OPTIONS.get("emulate_cuda") and on_cpu and not wrong:
+                    wrong = f"under emulate_cuda, {', '.join(on_cpu)} ran on the CPU pipeline"
                 outcome = ("wrong", wrong) if wrong else ("ok", "")
             except Exception as error:  # a crash: the family fails, the corpus goes on
                 present, report = "?", None
@@ -306,4 +319,8 @@ def main(selected):
 
 
 if __name__ == "__main__":
-    sys.exit(main(set(sys.argv[1:])))
+    arguments = set(sys.argv[1:])
+    if "--emulate-cuda" in arguments:
+        arguments.remove("--emulate-cuda")
+        OPTIONS["emulate_cuda"] = True
+    sys.exit(main(arguments))

@@ -337,13 +337,18 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         if placement.kind != "cpu":
             return place_fff_ops(gm, placement, report)
     for n in _compute_nodes(gm):
-        if op_name(n) in TREE_OPS.values():
+        name = op_name(n)
+        if name in TREE_OPS.values():
             # fff's own ops stay in the graph, which the fallback runs; their
-            # registered backward is an fff call of the backward graph.
-            report.take(f"fff::{op_name(n)}", [op_name(n)], [n])
+            # registered backward is an fff call of the backward graph: for
+            # tree_ffn fff's kernel, for the leaf tree torch ops.
+            if placement.kind == "emulated":
+                n.kwargs = {**n.kwargs, "emulate_cuda": True}
+            report.take(f"fff::{name}", [name], [n], pipeline=placement.pipeline)
             value = example_value(n)
             if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
-                report.take_backward(f"fff::{op_name(n)}_backward", [f"{op_name(n)}_grad"], [n])
+                report.take_backward(f"fff::{name}_backward", [f"{name}_grad"], [n],
+                                     pipeline=placement.pipeline if name == "tree_ffn" else "torch")
 
 
 def _why_left(node):

@@ -54,20 +54,24 @@ def _tree_grad_text(element, din, trees, nodes, dout, depth, activation, bias_in
 
 def takes_tree_grad(x):
     """Whether fff's tree_ffn_grad kernel takes a gradient of x's rows: CPU
-    tensors of f32, f16 or bf16 (others run in torch ops)."""
-    return x.device.type == "cpu" and x.dtype in ELEMENT
+    and CUDA tensors of f32, f16 or bf16 (others run in torch ops)."""
+    return x.device.type in ("cpu", "cuda") and x.dtype in ELEMENT
 
 
-def tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation):
+def tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation, placement):
     """(dx, dw_in, db_in, dw_out, db_out) of fff::tree_ffn on fff's
-    tree_ffn_grad kernel; None for an absent bias."""
+    tree_ffn_grad kernel, compiled for and run at `placement`; None for an
+    absent bias."""
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
     text = _tree_grad_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
                            b_in is not None, b_out is not None)
-    rows, grad = x.reshape(-1, din).contiguous(), dy.reshape(-1, dout).contiguous()
-    operands = [t.contiguous() for t in (w_in, b_in, w_out) if t is not None]
-    results = list(executable(text, "cpu", ()).grad(grad, rows, *operands))
+    rows, grad = x.reshape(-1, din), dy.reshape(-1, dout)
+    operands = [t for t in (w_in, b_in, w_out) if t is not None]
+    shapes = [rows.shape, w_in.shape, w_out.shape] + [w_in.shape[:2]] * (b_in is not None) + \
+        [(dout,)] * (b_out is not None)
+    function = executable(text, placement.target, placement.options).grad
+    results = placement.call(function, [grad, rows, *operands], shapes)
     dx, dw_in, dw_out = results[:3]
     db_in = results[3] if b_in is not None else None
     db_out = results[-1] if b_out is not None else None

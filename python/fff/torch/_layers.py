@@ -127,13 +127,16 @@ def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"
 
 @torch.library.custom_op("fff::tree_ffn", mutates_args=())
 def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_out: torch.Tensor,
-             b_out: torch.Tensor | None, depth: int, activation: str = "gelu") -> torch.Tensor:
-    """UltraFastBERT's tree layer (fff.tree_ffn) on x [..., Din]."""
-    return tree_ffn_on(placement_of_device(x.device), x, w_in, b_in, w_out, b_out, depth, activation)
+             b_out: torch.Tensor | None, depth: int, activation: str = "gelu",
+             emulate_cuda: bool = False) -> torch.Tensor:
+    """UltraFastBERT's tree layer (fff.tree_ffn) on x [..., Din]. With
+    `emulate_cuda`, CPU tensors run the GPU's code on fff's PTX emulator
+    (the backend's option of that name), forward and backward."""
+    return tree_ffn_on(placement_of_device(x.device, emulate_cuda), x, w_in, b_in, w_out, b_out, depth, activation)
 
 
 @tree_ffn.register_fake
-def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
+def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu", emulate_cuda=False):
     _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
     return x.new_empty((*x.shape[:-1], w_out.shape[2]))
 
@@ -141,9 +144,11 @@ def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
 @torch.library.custom_op("fff::leaf_tree_ffn", mutates_args=())
 def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w1: torch.Tensor,
                   b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
-                  activation: str = "relu") -> torch.Tensor:
-    """The original FFF (fff.leaf_tree_ffn) on x [..., Din]."""
-    return leaf_tree_ffn_on(placement_of_device(x.device), x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+                  activation: str = "relu", emulate_cuda: bool = False) -> torch.Tensor:
+    """The original FFF (fff.leaf_tree_ffn) on x [..., Din]; `emulate_cuda`
+    as for tree_ffn (its backward is in torch ops, on any device)."""
+    return leaf_tree_ffn_on(placement_of_device(x.device, emulate_cuda), x, node_w, node_b, w1, b1, w2, b2, depth,
+                            activation)
 
 
 def leaf_tree_ffn_on(placement, x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
@@ -155,7 +160,7 @@ def leaf_tree_ffn_on(placement, x, node_w, node_b, w1, b1, w2, b2, depth, activa
 
 
 @leaf_tree_ffn.register_fake
-def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
+def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu", emulate_cuda=False):
     _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     return x.new_empty((*x.shape[:-1], w2.shape[-1]))
 

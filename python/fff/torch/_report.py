@@ -14,7 +14,8 @@ class Region:
     """One fff call the backend put in a graph: `kind` is the custom op
     (`fff::region`, `fff::tree_sublayer`, `fff::tree_ffn`, ...), `taken` the
     fff ops it computes, `ops` the torch ops it stands for, `pipeline` the
-    fff pipeline (`cpu` or `gpu`) that compiled the code it runs."""
+    fff pipeline (`cpu` or `gpu`) that compiled the code it runs (`torch`
+    for a backward that runs in torch ops: the leaf tree's)."""
 
     kind: str
     taken: collections.Counter

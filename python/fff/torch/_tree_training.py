@@ -43,6 +43,7 @@ import math
 import torch
 
 from . import _kernels
+from ._devices import placement_of_device
 from ._training import count_backward
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -128,12 +129,14 @@ def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
 
 
 
-def tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation):
+def tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
     """tree_ffn_backward's gradients, on fff's tree_ffn_grad kernel where it
-    takes the tensors (CPU, f32/f16/bf16: deterministic, the same bits for
-    any thread count), else in torch ops."""
+    takes the tensors (CPU or CUDA, or the emulator with `emulate_cuda`;
+    f32/f16/bf16: deterministic, the same bits for any thread count or
+    grid), else in torch ops."""
     if _kernels.takes_tree_grad(x):
-        return _kernels.tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+        return _kernels.tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation,
+                                      placement_of_device(x.device, emulate_cuda))
     return tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation)
 
 
@@ -187,8 +190,8 @@ def _present(t, like):
 @torch.library.custom_op("fff::tree_ffn_backward", mutates_args=())
 def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None,
                          w_out: torch.Tensor, b_out: torch.Tensor | None, depth: int,
-                         activation: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                                   torch.Tensor]:
+                         activation: str, emulate_cuda: bool = False
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
     absent bias)."""
     expected = (*x.shape[:-1], w_out.shape[2])
@@ -196,12 +199,12 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
         raise ValueError(f"fff::tree_ffn_backward's dy is {list(dy.shape)} {dy.dtype}, expected "
                          f"{list(expected)} {x.dtype} (the forward's output)")
     count_backward("tree_ffn_grad")
-    grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+    grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda)
     return tuple(_present(g, x) for g in grads)
 
 
 @tree_ffn_backward_op.register_fake
-def _(dy, x, w_in, b_in, w_out, b_out, depth, activation):
+def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
     empty = x.new_empty(0)
     return (torch.empty_like(x), torch.empty_like(w_in), torch.empty_like(b_in) if b_in is not None else empty,
             torch.empty_like(w_out), torch.empty_like(b_out) if b_out is not None else empty)
@@ -223,10 +226,10 @@ def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
 
 
 def setup_tree_context(ctx, inputs, output):
-    """Saves a tree op's tensors (all but its last two inputs: the depth
-    and the activation)."""
-    ctx.save_for_backward(*inputs[:-2])
-    ctx.depth, ctx.activation = inputs[-2:]
+    """Saves a tree op's tensors (all but its last three inputs: the depth,
+    the activation and emulate_cuda)."""
+    ctx.save_for_backward(*inputs[:-3])
+    ctx.depth, ctx.activation, ctx.emulate_cuda = inputs[-3:]
 
 
 def tree_ffn_autograd(ctx, dy):
@@ -234,9 +237,10 @@ def tree_ffn_autograd(ctx, dy):
     if torch.is_grad_enabled():  # backward(create_graph=True): differentiable torch ops
         grads = tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
     else:
-        grads = torch.ops.fff.tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+        grads = torch.ops.fff.tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation,
+                                                emulate_cuda=ctx.emulate_cuda)
         grads = [g if t is not None else None for g, t in zip(grads, saved)]
-    return (*grads, None, None)
+    return (*grads, None, None, None)
 
 
 def leaf_tree_ffn_autograd(ctx, dy):
@@ -245,7 +249,7 @@ def leaf_tree_ffn_autograd(ctx, dy):
         grads = leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
     else:
         grads = torch.ops.fff.leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
-    return (*grads, None, None)
+    return (*grads, None, None, None)
 
 
 
