@@ -113,7 +113,10 @@ def placement_of_device(device, emulate_cuda=False):
     if device.type == "cpu":
         return CPU
     if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
+        index = torch.cuda.current_device() if device.index is None else device.index
+        if index != 0:
+            raise FFFError(f"fff's CUDA runtime runs on cuda:0 only, and these tensors are on cuda:{index}")
+        major, minor = torch.cuda.get_device_capability(index)
         return Placement("cuda", f"sm_{major}{minor}")
     raise FFFError(f"fff runs on CPU and CUDA tensors, not on '{device.type}'")
 
@@ -138,13 +141,12 @@ def placement_of(tensors, emulate_cuda=False):
     if len(devices) > 1:
         raise Unplaced(f"the graph's tensors are on {len(devices)} CUDA devices, and fff's code runs on one")
     (device,) = devices
-    index = torch.cuda.current_device() if device.index is None else device.index
-    if index != 0:
+    try:
         # fff's CUDA runtime loads its kernels into device 0's primary
         # context (lib/Runtime/CudaRuntime.cpp).
-        raise Unplaced(f"the graph runs on cuda:{index}, and fff's CUDA runtime runs on cuda:0 only")
-    major, minor = torch.cuda.get_device_capability(index)
-    return Placement("cuda", f"sm_{major}{minor}")
+        return placement_of_device(device)
+    except FFFError as reason:
+        raise Unplaced(str(reason)) from None
 
 
 def copied_inputs(values, placement):

@@ -79,7 +79,9 @@ def place_fff_ops(gm, placement, report):
         if name in TREE_OPS.values():
             report.take(f"fff::{name}", [name], [node], pipeline=placement.pipeline)
         inputs = []
-        args, kwargs = _template(node.args, inputs), _template(node.kwargs, inputs)
+        # The placement says where the op runs, whatever its emulate_cuda.
+        keywords = {k: v for k, v in node.kwargs.items() if k != "emulate_cuda"}
+        args, kwargs = _template(node.args, inputs), _template(keywords, inputs)
         index = register(PlacedOp(node.target, name, args, kwargs, placement))
         with gm.graph.inserting_before(node):
             call = gm.graph.call_function(torch.ops.fff.region.default, (inputs, index))
