@@ -265,6 +265,21 @@ def test_tree_training_step(launches):
         assert torch.equal(actual[name], expected[name]) or relative_error(actual[name], expected[name]) < 1e-4, name
 
 
+def test_a_lone_tree_layer_trains_on_the_emulator(launches):
+    """A training graph with a tree op and nothing else fff takes: the op's
+    emulate_cuda flag still reaches the compiled graph."""
+    torch.manual_seed(9)
+    tree = fff.torch.TreeFFN(64, 32, depth=3)
+    h = torch.randn(4, 64, requires_grad=True)
+    torch._dynamo.reset()
+    torch.compile(tree, backend="fff", options=EMULATED)(h).sum().backward()
+    torch._dynamo.reset()
+    names = launches()
+    assert any(name.startswith("tree_ffn_grad") for name in names), names
+    expected = torch.autograd.grad(tree(h).sum(), h)[0]
+    assert relative_error(h.grad, expected) < 1e-5
+
+
 def test_placements():
     cpu, meta = torch.empty(2), torch.empty(2, device="meta")
     assert _devices.placement_of([cpu]) is _devices.CPU

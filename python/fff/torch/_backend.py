@@ -336,6 +336,7 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         take_region_sublayers(gm, report, placement.pipeline)
         if placement.kind != "cpu":
             return place_fff_ops(gm, placement, report)
+    flagged = False
     for n in _compute_nodes(gm):
         name = op_name(n)
         if name in TREE_OPS.values():
@@ -344,11 +345,14 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
             # tree_ffn fff's kernel, for the leaf tree torch ops.
             if placement.kind == "emulated":
                 n.kwargs = {**n.kwargs, "emulate_cuda": True}
+                flagged = True
             report.take(f"fff::{name}", [name], [n], pipeline=placement.pipeline)
             value = example_value(n)
             if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
                 report.take_backward(f"fff::{name}_backward", [f"{name}_grad"], [n],
                                      pipeline=placement.pipeline if name == "tree_ffn" else "torch")
+    if flagged:
+        gm.recompile()
 
 
 def _why_left(node):
