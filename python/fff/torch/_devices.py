@@ -32,7 +32,7 @@ import os
 import torch
 
 from .._fff import FFFError
-from .._memref import torch_dtype
+from .._memref import CUDA_TYPESTRS, contiguous_strides, torch_dtype
 
 # fff's GPU kernels read and write 16-byte vectors from the start of each
 # buffer.
@@ -130,7 +130,7 @@ def placement_of(tensors, emulate_cuda=False):
         if kinds - {"cpu"}:
             raise Unplaced(f"emulate_cuda runs CPU graphs on fff's PTX emulator; this one is on "
                            f"{', '.join(sorted(kinds - {'cpu'}))}")
-        return Placement("emulated", emulator_device().chip)
+        return placement_of_device(torch.device("cpu"), emulate_cuda=True)
     if len(kinds) > 1:
         raise Unplaced(f"the graph's tensors are on {' and '.join(sorted(kinds))}, and fff's code for a graph runs "
                        "on one device")
@@ -160,10 +160,7 @@ def copied_inputs(values, placement):
         shape, strides, offset = value.shape, value.stride(), value.storage_offset()
         if not all(isinstance(n, int) for n in (*shape, *strides, offset)):
             continue
-        dense = [1] * len(shape)
-        for d in range(len(shape) - 2, -1, -1):
-            dense[d] = dense[d + 1] * shape[d + 1]
-        if any(s != c and n != 1 for s, c, n in zip(strides, dense, shape)):
+        if any(s != c and n != 1 for s, c, n in zip(strides, contiguous_strides(shape), shape)):
             reasons.append(f"input {i} is a strided view, copied contiguous before each call")
         elif placement.kind != "cpu" and offset * value.element_size() % KERNEL_ALIGNMENT:
             reasons.append(f"input {i} starts {offset * value.element_size() % KERNEL_ALIGNMENT} bytes past a "
@@ -214,8 +211,7 @@ class _EmulatedTensor:
 
     @property
     def __cuda_array_interface__(self):
-        typestr = {torch.bfloat16: "<u2", torch.bool: "|b1"}.get(self.dtype) or \
-            torch.empty((), dtype=self.dtype).numpy().dtype.str
+        typestr = next(t for element, t in CUDA_TYPESTRS.items() if torch_dtype(element) == self.dtype)
         return {"shape": self.shape, "typestr": typestr, "data": (self.pointer, False), "strides": None,
                 "version": 3}
 
