@@ -291,6 +291,30 @@ def test_placements():
         _devices.placement_of([meta], emulate_cuda=True)
 
 
+def test_result_extents_come_from_the_inputs():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)
+    a, b = mode.from_tensor(torch.empty(4, 8)), mode.from_tensor(torch.empty(5, 8))
+    sources = _devices.result_sources([a, b], [torch.empty(3), b])
+    assert sources == [(3,), ((1, 0), (0, 1))]
+    assert _devices.result_shapes(sources, [torch.empty(6, 2), torch.empty(7, 2)]) == [[3], [7, 2]]
+    with mode:
+        joined = torch.cat([a, b])
+    with pytest.raises(_devices.Unplaced, match=r"result 0's extent s\d+ \+ s\d+ is no input's extent, and a GPU "
+                                                "call's results are allocated before it runs"):
+        _devices.result_sources([a, b], [joined])
+
+
+def test_devices_fff_does_not_run_on():
+    meta = torch.device("meta")
+    with pytest.raises(fff.FFFError, match="fff runs on CPU and CUDA tensors, not on 'meta'"):
+        _devices.placement_of_device(meta)
+    with pytest.raises(fff.FFFError, match="emulate_cuda takes CPU tensors, not meta ones"):
+        _devices.placement_of_device(meta, emulate_cuda=True)
+
+
 def test_option_is_checked():
     with pytest.raises(ValueError, match="option 'emulate_cuda' must be True or False"):
         fff.torch.check_options({"emulate_cuda": "yes"})
