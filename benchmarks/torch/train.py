@@ -46,6 +46,8 @@ parser.add_argument("--threads", type=int, default=os.cpu_count())
 parser.add_argument("--models-only", action="store_true")
 parser.add_argument("--norms-only", action="store_true")
 parser.add_argument("--residual", action="store_true", help="time h + norm(h), not norm(h)")
+parser.add_argument("--shapes", help="the norms' shapes, ROWSxHIDDEN,... (default: the three above)")
+parser.add_argument("--dtypes", default="float32,bfloat16", help="the norms' dtypes")
 options = parser.parse_args()
 torch.set_num_threads(options.threads)
 # The backward alone is timed by running a retained graph's backward again,
@@ -54,6 +56,9 @@ torch.set_num_threads(options.threads)
 torch._functorch.config.donated_buffer = False
 REPEAT = 3 if options.quick else 10
 SHAPES = [(512, 768)] if options.quick else [(4096, 768), (4096, 4096), (16384, 1024)]
+if options.shapes:
+    SHAPES = [tuple(int(extent) for extent in shape.split("x")) for shape in options.shapes.split(",")]
+DTYPES = [getattr(torch, name) for name in options.dtypes.split(",")]
 
 
 def median_ms(fn):
@@ -200,7 +205,7 @@ if not options.models_only:
           "fff vs Inductor | fff vs fastest | bwd GB/s eager | Inductor | fff (of copy) | fff's grad error | "
           "eager's |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype in DTYPES:
         for kind in ("layer_norm", "rms_norm"):
             for rows, hidden in SHAPES:
                 norm_case(kind, rows, hidden, dtype, bandwidth)

@@ -12,8 +12,9 @@ say). Errors, from compiling or from the checks compiled code makes when
 called, raise FFFError with fff's one-line message. See docs/Embedding.md.
 """
 
-from ._compiler import Executable, Function, aligned, compile, lower, set_buffer_cache_limit
+from ._compiler import Executable, Function, aligned, compile, lower, parallel_runtime, set_buffer_cache_limit
 from ._fff import FFFError
 
-__all__ = ["Executable", "FFFError", "Function", "aligned", "compile", "lower", "set_buffer_cache_limit"]
+__all__ = ["Executable", "FFFError", "Function", "aligned", "compile", "lower", "parallel_runtime",
+           "set_buffer_cache_limit"]
 __version__ = "0.1.0"

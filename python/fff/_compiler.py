@@ -90,6 +90,17 @@ def set_buffer_cache_limit(nbytes):
     return _fff.set_buffer_cache_limit(nbytes)
 
 
+def parallel_runtime():
+    """Where compiled CPU code runs its parallel loops' blocks, and on how
+    many threads: ("openmp", n) in a process with an OpenMP runtime loaded
+    (torch's), on teams of its threads, so that torch.set_num_threads(n)
+    applies to fff's code too and fff's threads never wait for cores that
+    torch's spinning workers hold; ("fff", cores) otherwise, or with the
+    environment's FFF_OPENMP=0, on fff's own threads. Results are the same
+    bits either way."""
+    return _fff.parallel_runtime()
+
+
 class Executable:
     """A compiled module: each public function is an attribute."""
 

@@ -243,6 +243,15 @@ NB_MODULE(_fff, m) {
       "for later calls (0: none), releasing the oldest beyond it; returns "
       "the previous limit.");
   m.def(
+      "parallel_runtime",
+      []() {
+        int threads = 0;
+        const char *source = fffParallelRuntime(&threads);
+        return nb::make_tuple(nb::str(source), threads);
+      },
+      "Where CPU code's parallel loops run: (\"openmp\" or \"fff\", "
+      "threads).");
+  m.def(
       "set_stream",
       [](uintptr_t stream) { fffSetStream(reinterpret_cast<void *>(stream)); },
       nb::arg("stream"),

@@ -316,3 +316,54 @@ def test_a_norm_whose_weight_is_computed_trains_on_fff():
     norm(reference).backward(dy)
     assert relative_error(leaf.grad, reference.grad) < 1e-5
     assert relative_error(trained.weight.grad, norm.weight.grad) < 1e-5
+
+
+# One training step of two norms, in a fresh process: which threads run
+# fff's blocks is fixed per process, at its first parallel loop.
+_THREADS_SCRIPT = """
+import sys, torch, fff.torch
+if sys.argv[2] == "1":
+    torch.set_num_threads(1)
+torch.manual_seed(0)
+layer_norm, rms_norm = torch.nn.LayerNorm(1024), torch.nn.RMSNorm(1024)
+with torch.no_grad():
+    layer_norm.weight.uniform_(0.5, 1.5)
+    layer_norm.bias.normal_()
+    rms_norm.weight.uniform_(0.5, 1.5)
+x = torch.randn(1100, 1024, requires_grad=True)
+report = fff.torch.explain(lambda x: rms_norm(x + layer_norm(x)), x, backward=True,
+                           options={"fallback": "eager"}, print_report=False)
+compiled = torch.compile(lambda x: rms_norm(x + layer_norm(x)), backend="fff", options={"fallback": "eager"})
+y = compiled(x)
+y.backward(torch.randn(y.shape))
+torch.save({"runtime": fff.parallel_runtime(), "calls": dict(report.backward_calls), "y": y.detach(),
+            "dx": x.grad, "parameters": [p.grad for p in (*layer_norm.parameters(), *rms_norm.parameters())]},
+           sys.argv[1])
+"""
+
+
+def test_openmp_teams_and_fff_threads_give_the_same_bits(tmp_path):
+    """Under torch, fff's blocks run on teams of torch's OpenMP threads
+    (torch.set_num_threads applies); with FFF_OPENMP=0, on fff's own: the
+    same bits either way, and for one thread."""
+    import os
+    import subprocess
+    import sys
+
+    runs = {}
+    for name, environment, threads in (("openmp", {}, "0"), ("one thread", {}, "1"),
+                                       ("fff's threads", {"FFF_OPENMP": "0"}, "0")):
+        out = tmp_path / f"{name}.pt"
+        subprocess.run([sys.executable, "-c", _THREADS_SCRIPT, str(out), threads], check=True, timeout=300,
+                       env=dict(os.environ, **environment))
+        runs[name] = torch.load(out)
+    cores = len(os.sched_getaffinity(0))
+    assert runs["openmp"]["runtime"] == ("openmp", torch.get_num_threads())
+    assert runs["one thread"]["runtime"] == ("openmp", 1)
+    assert runs["fff's threads"]["runtime"] == ("fff", cores)
+    assert runs["openmp"]["calls"] == {"layer_norm_grad": 1, "rms_norm_grad": 1}, runs["openmp"]["calls"]
+    reference = runs["openmp"]
+    for name, run in runs.items():
+        for key in ("y", "dx"):
+            assert torch.equal(run[key], reference[key]), f"{key} with {name}"
+        assert all(torch.equal(a, b) for a, b in zip(run["parameters"], reference["parameters"])), name

@@ -64,6 +64,13 @@ typedef struct {
    resolve. AOT libraries link them from this library. */
 const FFFRuntimeSymbol *fffAsyncRuntimeSymbols(size_t *count);
 
+/* Where those loops' blocks run: "openmp" when the process has an OpenMP
+   runtime loaded (torch's libgomp, say) and FFF_OPENMP is not 0, on teams
+   of its threads (omp_get_max_threads() of them, so torch.set_num_threads
+   applies); "fff" otherwise, on fff's own threads (one per usable core).
+   Sets `*threads` to how many threads compute blocks. */
+const char *fffParallelRuntime(int *threads);
+
 #ifdef __cplusplus
 }
 #endif
