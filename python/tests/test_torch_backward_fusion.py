@@ -1,8 +1,9 @@
-"""The residual stream's gradient fused into fff's norm backward
-(_backward_fusion.py): the trained norms' backward ops with `residual_grad`
-against the unfused ops, the graph pass on its matches and near misses,
-and training graphs under torch.compile(backend="fff") whose fused
-backward gives the unfused backward's bits."""
+"""The residual stream's gradient and a dropout's mask fused into fff's norm
+backward (_backward_fusion.py): the trained norms' backward ops with
+`residual_grad` and `dy_keep` against the unfused ops, the graph passes on
+their matches and near misses, and training graphs under
+torch.compile(backend="fff") whose fused backward gives the unfused
+backward's bits."""
 
 import copy
 
@@ -12,19 +13,20 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
 
 import fff.torch  # noqa: E402  (registers the backend and the ops)
-from fff.torch._backward_fusion import fuse_residual_grads  # noqa: E402
+from fff.torch import _backward_fusion  # noqa: E402
+from fff.torch._backward_fusion import fuse_dropout_masks, fuse_residual_grads  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def layer_norm_backward(dy, x, weight, residual_grad=None):
+def layer_norm_backward(dy, x, weight, residual_grad=None, **masked):
     _, mean, rstd = torch.ops.fff.layer_norm_train(x, weight, None, 1, 1e-5)
     return torch.ops.fff.layer_norm_train_backward(dy, x, mean, rstd, weight, 1, False, 1e-5,
-                                                   residual_grad=residual_grad)
+                                                   residual_grad=residual_grad, **masked)
 
 
-def rms_norm_backward(dy, x, weight, residual_grad=None):
-    return torch.ops.fff.rms_norm_train_backward(dy, x, weight, 1, 1e-6, residual_grad=residual_grad)
+def rms_norm_backward(dy, x, weight, residual_grad=None, **masked):
+    return torch.ops.fff.rms_norm_train_backward(dy, x, weight, 1, 1e-6, residual_grad=residual_grad, **masked)
 
 
 BACKWARDS = [layer_norm_backward, rms_norm_backward]
@@ -45,6 +47,43 @@ def test_residual_grad_gives_the_unfused_ops_bits(backward, dtype, shape):
     assert torch.equal(fused[0], residual + apart[0])
     for a, b in zip(fused[1:], apart[1:]):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("backward", BACKWARDS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [(37, 200), (3, 5, 4096), (1, 3)], ids=str)
+def test_a_dropout_mask_on_dy_gives_the_unfused_ops_bits(backward, dtype, shape):
+    """With dy_keep the op's gradients are those of dy * (keep ? scale : 0),
+    as the backward graph computes it once Inductor compiles it (in f32,
+    then one rounding), bit for bit, with and without a residual
+    gradient; a NaN or inf dropped from dy stays NaN, as torch's product
+    with 0 is."""
+    generator = torch.Generator().manual_seed(2)
+    x, dy, residual = (torch.randn(shape, generator=generator).to(dtype) for _ in range(3))
+    weight = torch.randn(shape[-1:], generator=generator).to(dtype)
+    keep = torch.rand(shape, generator=generator) > 0.25
+    keep.view(-1)[0] = False
+    scale = 1 / 0.75
+    kept = (dy.float() * (keep.float() * scale)).to(dtype)
+    apart = backward(kept, x, weight)
+    fused = backward(dy, x, weight, dy_keep=keep, dy_scale=scale)
+    for a, b in zip(fused, apart):
+        assert torch.equal(a, b)
+    accumulated = backward(dy, x, weight, residual, dy_keep=keep, dy_scale=scale)
+    assert torch.equal(accumulated[0], residual + apart[0])
+    dy.view(-1)[0] = float("inf")
+    kept = (dy.float() * (keep.float() * scale)).to(dtype)
+    for a, b in zip(backward(dy, x, weight, dy_keep=keep, dy_scale=scale), backward(kept, x, weight)):
+        assert torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+
+
+@pytest.mark.parametrize("keep, message", [
+    (torch.ones(4, 7, dtype=torch.bool), "dy_keep must be a bool mask of x's shape \\(4, 8\\), got \\(4, 7\\)"),
+    (torch.ones(4, 8), "dy_keep must be a bool mask of x's shape .* got \\(4, 8\\) torch.float32"),
+])
+def test_a_dy_keep_unlike_x_is_a_one_line_error(keep, message):
+    with pytest.raises(ValueError, match=message):
+        rms_norm_backward(torch.randn(4, 8), torch.randn(4, 8), None, dy_keep=keep, dy_scale=2.0)
 
 
 @pytest.mark.parametrize("residual, message", [
@@ -136,6 +175,126 @@ def test_an_addend_computed_after_a_parameter_gradient_is_read_stays_apart():
     fused, result, _ = fused_count_and_result(step, *ARGS)
     assert fused == 0
     assert torch.equal(result, step(*ARGS))
+
+
+def dropped(grad, mask, scale=1.25):
+    """A dropout's backward as Inductor's post-grad graph holds it."""
+    return grad * (torch.ops.prims.convert_element_type(mask, grad.dtype) * scale)
+
+
+MASK_ARGS = ARGS + [torch.rand(6, 32) > 0.2]
+
+
+@pytest.mark.parametrize("form", [
+    lambda g, m: dropped(g, m),
+    lambda g, m: (torch.ops.prims.convert_element_type(m, g.dtype) * 1.25) * g,
+    lambda g, m: g * (1.25 * torch.ops.prims.convert_element_type(m, g.dtype)),
+    lambda g, m: g * torch.ops.prims.convert_element_type(m, g.dtype),
+], ids=["grad-times-factor", "factor-times-grad", "scale-first", "no-scale"])
+def test_the_pass_fuses_a_dropout_mask_and_keeps_the_values(form):
+    def step(dy, x, weight, residual, mask):
+        dx, dweight = rms_norm_backward(form(dy, mask), x, weight)
+        return residual + dx, dweight
+
+    gm = traced(step, *MASK_ARGS)
+    assert fuse_dropout_masks(gm.graph) == 1
+    assert fuse_residual_grads(gm.graph) == 1
+    gm.recompile()
+    (call,) = backward_calls(gm)
+    assert call.kwargs["dy_keep"] is not None and call.kwargs["residual_grad"] is not None
+    assert not [n for n in gm.graph.nodes if n.target is torch.ops.aten.mul.Tensor]
+    assert all(torch.equal(a, b) for a, b in zip(gm(*MASK_ARGS), step(*MASK_ARGS)))
+
+
+@pytest.mark.parametrize("step", [
+    # dy has a second reader.
+    lambda dy, x, w, r, m: (lambda d: (rms_norm_backward(d, x, w)[0], d * 2))(dropped(dy, m)),
+    # The mask broadcasts (a row), is not bool, or the grad has another
+    # shape than dy (a broadcast row).
+    lambda dy, x, w, r, m: rms_norm_backward(dropped(dy, m[:1]), x, w)[0],
+    lambda dy, x, w, r, m: rms_norm_backward(dy * (m.float() * 1.25), x, w)[0],
+    lambda dy, x, w, r, m: rms_norm_backward(dropped(dy[:1], m), x, w)[0],
+    # A tensor scale, a mask of another dtype's conversion.
+    lambda dy, x, w, r, m: rms_norm_backward(dy * (torch.ops.prims.convert_element_type(m, dy.dtype) * r), x, w)[0],
+    lambda dy, x, w, r, m: rms_norm_backward(
+        dy * torch.ops.prims.convert_element_type(m, torch.float64).float(), x, w)[0],
+], ids=["dy-read-twice", "broadcast-mask", "float-mask", "broadcast-grad", "tensor-scale", "other-dtype"])
+def test_dropout_near_misses_stay_apart(step):
+    gm = traced(step, *MASK_ARGS)
+    assert fuse_dropout_masks(gm.graph) == 0
+    gm.recompile()
+    expected = step(*MASK_ARGS)
+    result = gm(*MASK_ARGS)
+    pairs = zip(result, expected) if isinstance(expected, tuple) else [(result, expected)]
+    assert all(torch.equal(a, b) for a, b in pairs)
+
+
+def test_a_masked_backward_fff_refuses_is_left_to_the_graph(monkeypatch):
+    """The pass compiles the masked backward before it fuses: where fff
+    refuses it, the graph keeps its own product."""
+    from fff.torch import _training
+
+    def refuse(*args):
+        raise _training.Unsupported("it did not compile: refused for this test")
+
+    monkeypatch.setattr(_training, "prepare_masked_dy", refuse)
+
+    def step(dy, x, weight, residual, mask):
+        return rms_norm_backward(dropped(dy, mask), x, weight)[0]
+
+    gm = traced(step, *MASK_ARGS)
+    assert fuse_dropout_masks(gm.graph) == 0
+    gm.recompile()
+    assert torch.equal(gm(*MASK_ARGS), step(*MASK_ARGS))
+
+
+class DroppedNorm(torch.nn.Module):
+    """dropout(norm(h)) then a product, as BERT's embeddings: the norm's dy
+    is the dropout's backward."""
+
+    def __init__(self, width, dtype, norm):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width, dtype=dtype) if norm == "layer_norm" else \
+            torch.nn.RMSNorm(width, eps=1e-6, dtype=dtype)
+        self.drop = torch.nn.Dropout(0.2)
+        self.out = torch.nn.Linear(width, width, dtype=dtype)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+
+    def forward(self, h):
+        h = h * 1.5
+        return self.out(h + self.drop(self.norm(h)))
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_training_graphs_fuse_dropout_masks_and_keep_the_bits(dtype, norm, monkeypatch):
+    """Under the Inductor fallback a train-mode dropout's backward after a
+    norm joins fff's norm backward call (and the residual gradient with
+    it); the gradients have the bits of the same run with the mask
+    applied by Inductor's own code (the same seed draws the same mask)."""
+    torch.manual_seed(0)
+    model = DroppedNorm(96, dtype, norm).train()
+    x = torch.randn(4, 9, 96, dtype=dtype)
+    grads = {}
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(_backward_fusion, "fuse_dropout_masks", lambda graph: 0)
+        torch._dynamo.reset()
+        trained = copy.deepcopy(model)
+        leaf = x.clone().requires_grad_()
+        torch.manual_seed(7)
+        out = torch.compile(trained, backend="fff")(leaf)
+        out.float().square().sum().backward()
+        grads[fused] = [out, leaf.grad] + [p.grad for p in trained.parameters()]
+    for a, b in zip(grads[True], grads[False]):
+        assert torch.equal(a, b)
+    monkeypatch.undo()
+    torch.manual_seed(7)
+    report = fff.torch.explain(copy.deepcopy(model), x.clone().requires_grad_(), backward=True, print_report=False)
+    assert dict(report.backward_dy_masks) == {f"{norm}_grad": 1}, str(report)
+    assert dict(report.backward_residual_grads) == {f"{norm}_grad": 1}, str(report)
+    assert "applied a dropout's mask to dy" in str(report)
 
 
 class ResidualNorms(torch.nn.Module):

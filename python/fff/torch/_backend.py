@@ -439,13 +439,14 @@ def _run_backward(output, report):
     gradients; the fff backward calls it made go to `report`."""
     from torch.utils._pytree import tree_leaves
 
-    from ._training import BACKWARD_CALLS, RESIDUAL_GRAD_CALLS
+    from ._training import BACKWARD_CALLS, DY_MASK_CALLS, RESIDUAL_GRAD_CALLS
 
     leaves = output.to_tuple() if hasattr(output, "to_tuple") else output
     tensors = [t for t in tree_leaves(leaves) if isinstance(t, torch.Tensor) and t.requires_grad]
     if not tensors:
         raise ValueError("explain(backward=True): the model's output holds no tensor that needs gradients")
-    before, fused_before = collections.Counter(BACKWARD_CALLS), collections.Counter(RESIDUAL_GRAD_CALLS)
+    counters = (BACKWARD_CALLS, RESIDUAL_GRAD_CALLS, DY_MASK_CALLS)
+    before = [collections.Counter(c) for c in counters]
     sum(t.float().sum() for t in tensors).backward()
-    report.backward_calls = collections.Counter(BACKWARD_CALLS) - before
-    report.backward_residual_grads = collections.Counter(RESIDUAL_GRAD_CALLS) - fused_before
+    report.backward_calls, report.backward_residual_grads, report.backward_dy_masks = (
+        collections.Counter(c) - b for c, b in zip(counters, before))

@@ -1,15 +1,24 @@
-"""Fusion in training graphs' backward: the residual stream's gradient that
-the backward graph adds to a trained norm's dx (a pre-LN block's
-dh = dresidual + dx) is added by fff's backward kernel as it writes dx, so
-that dx is never stored and read back.
+"""Fusion in training graphs' backward: the pointwise work next to a trained
+norm's backward joins fff's kernel, so that its values are never stored and
+read back.
+
+- The residual stream's gradient that the backward graph adds to a trained
+  norm's dx (a pre-LN block's dh = dresidual + dx) is added by the kernel
+  as it writes dx. A call whose dx has one user, an aten.add of a tensor
+  of dx's shape, dtype and device, becomes one call with that tensor as
+  its `residual_grad`.
+- A dropout's backward that computes the norm's dy (dropout(norm(x)):
+  BERT's embeddings, T5's final norm), dy = grad * (keep.to(dtype) *
+  scale), is applied by the kernel as it reads dy: the call takes `grad`,
+  the keep mask as `dy_keep` and the scale as `dy_scale`, where dy has no
+  other reader and the mask is a bool tensor of dy's shape.
 
 AOTAutograd traces the trained norms' backward ops (_training.py) into the
 backward graph as opaque calls; Inductor then runs this pass over the graph
 after its own post-grad passes (config.post_grad_custom_post_pass), where
-the graph is ATen ops. A call whose dx has one user, an aten.add of a
-tensor of dx's shape, dtype and device, becomes one call with that tensor
-as its `residual_grad`. The add is exact in one rounding either way, so
-the result has the bits of the unfused ops."""
+the graph is ATen ops. Either fusion computes what Inductor's code for the
+unfused ops does (the add in one rounding; the mask's product in f32, then
+one rounding to dy's dtype), so the result has the unfused ops' bits."""
 
 import hashlib
 import operator
@@ -68,6 +77,104 @@ def _with_residual_grad(call, residual_grad):
     return call.args, {**call.kwargs, "residual_grad": residual_grad}
 
 
+def _scalar(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _product(node):
+    """The two factors of `node` where it is an aten.mul of two values;
+    None otherwise."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function" or \
+            node.target is not torch.ops.aten.mul.Tensor or len(node.args) != 2 or node.kwargs:
+        return None
+    return node.args
+
+
+def _keep_factor(node, like):
+    """(mask, scale) where `node` is mask.to(like's dtype) * scale (in
+    either order, or the converted mask alone, scale 1) and the mask is a
+    bool tensor of like's shape and device; None otherwise."""
+    factors = _product(node)
+    scale = 1.0
+    if factors is not None:
+        converted, scale = factors if _scalar(factors[1]) else factors[::-1]
+        if not _scalar(scale):
+            return None
+    else:
+        converted = node
+    if not isinstance(converted, torch.fx.Node) or converted.op != "call_function" or \
+            converted.target is not torch.ops.prims.convert_element_type.default or \
+            converted.args[1:] != (_value(like).dtype,):
+        return None
+    mask, value = converted.args[0], _value(converted.args[0])
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.shape != _value(like).shape or \
+            value.device != _value(like).device:
+        return None
+    return mask, float(scale)
+
+
+def _masked(dy):
+    """(grad, mask, scale) where `dy`, read by one node, is grad * (mask's
+    keep factor) (_keep_factor) with grad like dy; None otherwise."""
+    factors = _product(dy)
+    if factors is None or len(dy.users) != 1:
+        return None
+    for grad, factor in (factors, factors[::-1]):
+        keep = _keep_factor(factor, dy) if isinstance(grad, torch.fx.Node) else None
+        if keep is not None and _alike(_value(grad), _value(dy)):
+            return (grad, *keep)
+    return None
+
+
+def _prepared(call, scale):
+    """Whether fff runs the backward of `call` with a dropout's mask by
+    `scale` on dy: compiled and checked now, so that the fused graph never
+    calls what fff refuses."""
+    from ._training import Unsupported, prepare_masked_dy
+
+    arguments = _keywords(call)
+    kind = "layer_norm" if call.target is torch.ops.fff.layer_norm_train_backward.default else "rms_norm"
+    try:
+        prepare_masked_dy(kind, _value(arguments["x"]), _value(arguments["weight"]),
+                          bool(arguments.get("has_bias", False)), arguments["normalized_ndim"], arguments["eps"],
+                          bool(arguments.get("emulate_cuda", False)), scale)
+    except Unsupported:
+        return False
+    return True
+
+
+def _erase_if_unused(graph, nodes):
+    for node in nodes:
+        if isinstance(node, torch.fx.Node) and not node.users:
+            graph.erase_node(node)
+
+
+def fuse_dropout_masks(graph):
+    """Gives each trained norm's backward call in `graph` whose dy is a
+    dropout's backward (_masked) that dropout's grad, mask and scale;
+    returns how many it fused."""
+    ops, fused = _backward_ops(), 0
+    for call in list(graph.nodes):
+        if call.op != "call_function" or call.target not in ops or _keywords(call).get("dy_keep") is not None:
+            continue
+        dy = _keywords(call)["dy"]
+        found = _masked(dy) if isinstance(dy, torch.fx.Node) else None
+        if found is None or not _prepared(call, found[2]):
+            continue
+        grad, mask, scale = found
+        factor = next(a for a in dy.args if a is not grad)
+        if call.args:
+            call.args = (grad,) + call.args[1:]
+        call.kwargs = {**call.kwargs, **({"dy": grad} if "dy" in call.kwargs else {}), "dy_keep": mask,
+                       "dy_scale": scale}
+        graph.erase_node(dy)
+        _erase_if_unused(graph, [factor, *(factor.args if _product(factor) else ())])
+        fused += 1
+    if fused:
+        graph.lint()
+    return fused
+
+
 def fuse_residual_grads(graph):
     """Gives each trained norm's backward call in `graph` the residual
     gradient added to its dx, where there is one; returns how many it
@@ -115,11 +222,13 @@ def fuse_residual_grads(graph):
     return fused
 
 
-class ResidualGradFusion(CustomGraphPass):
-    """fuse_residual_grads as Inductor's post-grad custom pass; its uuid is
-    this file's, so that Inductor's graph cache holds what it compiled."""
+class NormBackwardFusion(CustomGraphPass):
+    """fuse_dropout_masks, then fuse_residual_grads, as Inductor's post-grad
+    custom pass; its uuid is this file's, so that Inductor's graph cache
+    holds what it compiled."""
 
     def __call__(self, graph):
+        fuse_dropout_masks(graph)
         fuse_residual_grads(graph)
 
     def uuid(self):
@@ -128,11 +237,11 @@ class ResidualGradFusion(CustomGraphPass):
 
 
 def with_backward_fusion(patches):
-    """Inductor's config `patches` with ResidualGradFusion run after any
+    """Inductor's config `patches` with NormBackwardFusion run after any
     post-grad pass of the user's own."""
     patches = dict(patches)
     user = patches.get("post_grad_custom_post_pass")
-    ours = ResidualGradFusion()
+    ours = NormBackwardFusion()
     if user is None:
         patches["post_grad_custom_post_pass"] = ours
     else:

@@ -53,13 +53,15 @@ class Report:
     # trained norms run in the backward graph, and `backward_taken` counts
     # their ops by name (`layer_norm_grad`, `rms_norm_grad`);
     # explain(backward=True) counts the calls one backward made in
-    # `backward_calls`, and in `backward_residual_grads` those of them that
-    # added the residual stream's gradient to dx (_backward_fusion.py).
+    # `backward_calls`; of them, `backward_residual_grads` counts those that
+    # added the residual stream's gradient to dx, and `backward_dy_masks`
+    # those that applied a dropout's mask to dy (_backward_fusion.py).
     training: bool = False
     backward: list = dataclasses.field(default_factory=list)
     backward_taken: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     backward_calls: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     backward_residual_grads: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    backward_dy_masks: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     @property
     def calls(self):
@@ -121,4 +123,7 @@ class Report:
             if self.backward_residual_grads:
                 lines.append("of which added the residual stream's gradient to dx as they wrote it: " + ", ".join(
                     f"{name} x{count}" for name, count in sorted(self.backward_residual_grads.items())))
+            if self.backward_dy_masks:
+                lines.append("of which applied a dropout's mask to dy as they read it: " + ", ".join(
+                    f"{name} x{count}" for name, count in sorted(self.backward_dy_masks.items())))
         return "\n".join(lines)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from .._compiler import compile as _compile
+from .._fff import FFFError
 from ._devices import CPU, placement_of_device
 
 _MLIR = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -32,11 +33,12 @@ _MLIR = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 # each op of its backward).
 _TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 
-# The backward calls run so far, by fff op name, and those of them that
-# added the residual stream's gradient to dx; explain(backward=True) reads
-# them around one backward.
+# The backward calls run so far, by fff op name, those of them that added
+# the residual stream's gradient to dx, and those that applied a dropout's
+# keep mask to dy; explain(backward=True) reads them around one backward.
 BACKWARD_CALLS = collections.Counter()
 RESIDUAL_GRAD_CALLS = collections.Counter()
+DY_MASK_CALLS = collections.Counter()
 _CALLS_LOCK = threading.Lock()
 
 
@@ -59,8 +61,53 @@ def _types(dtype, normalized_shape):
     return rows, f"tensor<{dims}x{element}>", stats
 
 
-def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps):
-    """The MLIR of @forward and @backward of one norm over rows [?, *shape]."""
+def _f32_literal(value):
+    """`value` rounded to f32, as an MLIR hex literal of its bits."""
+    return f"0x{int(np.float32(value).view(np.uint32)):08X}"
+
+
+def _masked_dy(dtype, normalized_shape, dy_scale):
+    """The MLIR that gives %dy_kept = dy * (keep ? dy_scale : 0) from %dy
+    and %keep, as the backward graph of a dropout computes it (grad *
+    (mask.to(grad's dtype) * scale)) once Inductor compiles it: in f32,
+    with the scale rounded to f32, then one rounding to dy's type. A NaN or
+    inf in a dropped element of dy stays one (times 0), as torch's does."""
+    rows, _, _ = _types(dtype, normalized_shape)
+    element = _MLIR[dtype]
+    rank = 1 + len(normalized_shape)
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    identity = f"affine_map<({dims}) -> ({dims})>"
+    parallel = ", ".join('"parallel"' for _ in range(rank))
+    # The mask's bytes as i8: kernels load a vector of i1 as bits, not bytes.
+    keep = rows.replace(f"x{element}>", "xi8>")
+    widen = f"    %wide = arith.extf %a : {element} to f32\n" if element != "f32" else ""
+    wide = "%wide" if element != "f32" else "%a"
+    narrow = f"    %kept = arith.truncf %product : f32 to {element}\n" if element != "f32" else ""
+    kept = "%kept" if element != "f32" else "%product"
+    return (f"  %c0 = arith.constant 0 : index\n"
+            f"  %rows = tensor.dim %dy, %c0 : {rows}\n"
+            f"  %init = tensor.empty(%rows) : {rows}\n"
+            f"  %dy_kept = linalg.generic {{indexing_maps = [{identity}, {identity}, {identity}], "
+            f"iterator_types = [{parallel}]}}\n"
+            f"      ins(%dy, %keep : {rows}, {keep}) outs(%init : {rows}) {{\n"
+            f"  ^bb0(%a: {element}, %k: i8, %o: {element}):\n"
+            f"    %dropped = arith.constant 0 : i8\n"
+            f"    %kept_here = arith.cmpi ne, %k, %dropped : i8\n"
+            f"    %scale = arith.constant {_f32_literal(dy_scale)} : f32\n"
+            f"    %zero = arith.constant 0.0 : f32\n"
+            f"    %factor = arith.select %kept_here, %scale, %zero : f32\n"
+            f"{widen}"
+            f"    %product = arith.mulf {wide}, %factor : f32\n"
+            f"{narrow}"
+            f"    linalg.yield {kept} : {element}\n"
+            f"  }} -> {rows}\n"), f", %keep: {keep}"
+
+
+def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps, dy_scale=None):
+    """The MLIR of @forward, @backward and @backward_accumulate of one norm
+    over rows [?, *shape]; with `dy_scale`, only the backward functions,
+    which take a dropout's keep mask after the weight and apply it, with
+    the scale, to dy as they read it (_masked_dy)."""
     x, p, s = _types(dtype, normalized_shape)
     rank = f"normalized_rank {len(normalized_shape)}"
     params = [("%w", "scale")] if has_weight else []
@@ -72,27 +119,31 @@ def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps):
     weight_arg = f", %w: {p}" if has_weight else ""
     grads = (["%dw"] if has_weight else []) + (["%db"] if kind == "layer_norm" and has_bias else [])
     grad_types = "".join(f", {p}" for _ in grads)
+    prologue, keep_arg = _masked_dy(dtype, normalized_shape, dy_scale) if dy_scale is not None else ("", "")
+    dy = "%dy_kept" if dy_scale is not None else "%dy"
     if kind == "layer_norm":
         forward = (f"  %y, %mean, %rstd = fff.layer_norm %x{operands} {rank} return_stats {_epsilon(eps)} : {x}\n"
                    f"  return %y, %mean, %rstd : {x}, {s}, {s}")
         forward_results = f"{x}, {s}, {s}"
         bias_grad = " bias_grad" if has_bias else ""
-        backward_args = f"%dy: {x}, %x: {x}, %mean: {s}, %rstd: {s}{weight_arg}"
-        backward = f"fff.layer_norm_grad %dy, %x, %mean, %rstd{scale}{bias_grad} {rank} : {x}, {s}"
+        backward_args = f"%dy: {x}, %x: {x}, %mean: {s}, %rstd: {s}{weight_arg}{keep_arg}"
+        backward = f"fff.layer_norm_grad {dy}, %x, %mean, %rstd{scale}{bias_grad} {rank} : {x}, {s}"
     else:
         forward = f"  %y = fff.rms_norm %x{operands} {rank} {_epsilon(eps)} : {x}\n  return %y : {x}"
         forward_results = x
-        backward_args = f"%dy: {x}, %x: {x}{weight_arg}"
-        backward = f"fff.rms_norm_grad %dy, %x{scale} {rank} {_epsilon(eps)} : {x}"
+        backward_args = f"%dy: {x}, %x: {x}{weight_arg}{keep_arg}"
+        backward = f"fff.rms_norm_grad {dy}, %x{scale} {rank} {_epsilon(eps)} : {x}"
     results = ", ".join(["%dx"] + grads)
     # @backward_accumulate adds the residual stream's gradient to dx (a
     # pre-LN block's dh = dresidual + dx) as the kernel writes dx.
     accumulated = ", ".join(["%dh"] + grads)
-    return (f"func.func @forward(%x: {x}{arguments}) -> ({forward_results}) {{\n{forward}\n}}\n"
-            f"func.func @backward({backward_args}) -> ({x}{grad_types}) {{\n"
+    forward_function = "" if dy_scale is not None else \
+        f"func.func @forward(%x: {x}{arguments}) -> ({forward_results}) {{\n{forward}\n}}\n"
+    return (forward_function +
+            f"func.func @backward({backward_args}) -> ({x}{grad_types}) {{\n{prologue}"
             f"  {results} = {backward}\n"
             f"  return {results} : {x}{grad_types}\n}}\n"
-            f"func.func @backward_accumulate({backward_args}, %dresidual: {x}) -> ({x}{grad_types}) {{\n"
+            f"func.func @backward_accumulate({backward_args}, %dresidual: {x}) -> ({x}{grad_types}) {{\n{prologue}"
             f"  {results} = {backward}\n"
             f"  %dh = arith.addf %dresidual, %dx : {x}\n"
             f"  return {accumulated} : {x}{grad_types}\n}}\n")
@@ -131,13 +182,36 @@ class _Executable:
         self.kind, self.dtype, self.shape = kind, dtype, normalized_shape
         self.has_weight, self.has_bias = has_weight, has_bias
         self.eps, self.placement = eps, placement
+        self.exe = self._compiled()
+        # The backward functions that apply a dropout's keep mask to dy, by
+        # the dropout's scale (each compiled and checked on first use).
+        self.masked = {}
+        self._check()
+
+    def _compiled(self, dy_scale=None):
         try:
-            self.exe = _compile(_module(kind, dtype, normalized_shape, has_weight, has_bias, eps),
-                                target=placement.target, **dict(placement.options))
+            return _compile(_module(self.kind, self.dtype, self.shape, self.has_weight, self.has_bias, self.eps,
+                                    dy_scale), target=self.placement.target, **dict(self.placement.options))
         except Exception as error:  # fff refused the module
             text = str(error).strip()
             raise Unsupported(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}")
-        self._check()
+
+    def with_masked_dy(self, dy_scale):
+        """The backward functions that take a keep mask after the weight and
+        compute with dy * (keep ? dy_scale : 0); raises Unsupported where
+        fff does not compile or check them."""
+        with _LOCK:
+            if dy_scale not in self.masked:
+                try:
+                    exe = self._compiled(dy_scale)
+                    self._check_masked(exe, dy_scale)
+                    self.masked[dy_scale] = exe
+                except Unsupported as refusal:
+                    self.masked[dy_scale] = refusal
+            found = self.masked[dy_scale]
+        if isinstance(found, Unsupported):
+            raise found
+        return found
 
     def rows(self, t):
         return t.reshape(-1, *self.shape)
@@ -154,50 +228,86 @@ class _Executable:
         stats_shape = x.shape[:x.dim() - len(self.shape)] + (1,) * len(self.shape)
         return [results[0].view(x.shape)] + [r.view(stats_shape) for r in results[1:]]
 
-    def backward(self, dy, x, stats, weight, residual_grad=None):
+    def backward(self, dy, x, stats, weight, residual_grad=None, dy_keep=None, dy_scale=1.0):
         """dx (plus `residual_grad` where given), then the parameter
-        gradients."""
+        gradients; with `dy_keep`, of dy * (dy_keep ? dy_scale : 0)."""
+        exe = self.exe if dy_keep is None else self.with_masked_dy(dy_scale)
+        return self._backward(exe, dy, x, stats, weight, residual_grad, dy_keep)
+
+    def _backward(self, exe, dy, x, stats, weight, residual_grad, dy_keep):
         rows = self.rows(x)
         args = [self.rows(dy), rows] + [self.stats_rows(s) for s in stats] + ([weight] if weight is not None else [])
+        if dy_keep is not None:
+            args.append(self.rows(dy_keep).view(torch.int8))
         grads = int(self.has_weight) + int(self.has_bias and self.kind == "layer_norm")
         shapes = [rows.shape] + [self.shape] * grads
         if residual_grad is None:
-            results = self.placement.call(self.exe.backward, args, shapes)
+            results = self.placement.call(exe.backward, args, shapes)
         else:
-            results = self.placement.call(self.exe.backward_accumulate, args + [self.rows(residual_grad)], shapes)
+            results = self.placement.call(exe.backward_accumulate, args + [self.rows(residual_grad)], shapes)
         return [results[0].view(x.shape)] + results[1:]
 
-    def _check(self):
-        """fff's forward and backward against torch's, once, on random
-        data: three rows with the largest |x - mean| far from the rest, so
-        that a wrong mean or rstd shows."""
+    def _check_inputs(self):
+        """Seeded random inputs of the first call's check: three rows with
+        the largest |x - mean| far from the rest, so that a wrong mean or
+        rstd shows; dy, the parameters and a residual gradient."""
         generator = torch.Generator().manual_seed(0)
         shape = (3, *self.shape)
         x = (torch.randn(shape, generator=generator) * 2 + 0.5).to(self.dtype)
         dy = torch.randn(shape, generator=generator).to(self.dtype)
         weight = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_weight else None
         bias = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_bias else None
-        y, dx, dweight, dbias = _reference(self.kind, x, weight, bias, self.shape, self.eps, dy)
         residual_grad = torch.randn(shape, generator=generator).to(self.dtype)
-        # On the device fff's code runs on (CUDA's; the emulator's and the
-        # CPU's take CPU tensors), compared on the CPU.
+        keep = torch.rand(shape, generator=generator) > 0.3
+        return x, dy, weight, bias, residual_grad, keep
+
+    def _on_device(self, *tensors):
+        """`tensors` on the device fff's code takes (CUDA's; the emulator's
+        and the CPU's take CPU tensors)."""
         device = "cuda" if self.placement.kind == "cuda" else "cpu"
-        x, dy, weight, bias, residual_grad = (None if t is None else t.to(device)
-                                              for t in (x, dy, weight, bias, residual_grad))
+        return [None if t is None else t.to(device) for t in tensors]
+
+    def _check(self):
+        """fff's forward and backward against torch's, once, on random
+        data (_check_inputs)."""
+        x, dy, weight, bias, residual_grad, _ = self._check_inputs()
+        y, dx, dweight, dbias = _reference(self.kind, x, weight, bias, self.shape, self.eps, dy)
+        x, dy, weight, bias, residual_grad = self._on_device(x, dy, weight, bias, residual_grad)
         forward = [t.cpu() for t in self.forward(x, weight, bias)]
-        stats = [t.to(device) for t in forward[1:]]
+        stats = self._on_device(*forward[1:])
         grads = [t.cpu() for t in self.backward(dy, x, stats, weight)]
         accumulated = self.backward(dy, x, stats, weight, residual_grad)[0].cpu()
-        residual_grad = residual_grad.cpu()
-        checks = [("y", forward[0], y), ("dx", grads[0], dx),
+        checks = [("y", forward[0], y)] + self._gradient_checks(grads, accumulated, dx, dweight, dbias,
+                                                                residual_grad.cpu())
+        self._hold(checks)
+
+    def _check_masked(self, exe, dy_scale):
+        """The backward functions of `exe`, which mask dy, against torch's
+        on the first call's data with a random keep mask."""
+        x, dy, weight, bias, residual_grad, keep = self._check_inputs()
+        # What the backward graph's own ops would give dy (_masked_dy).
+        kept = (dy.float() * (keep.float() * float(np.float32(dy_scale)))).to(self.dtype)
+        _, dx, dweight, dbias = _reference(self.kind, x, weight, bias, self.shape, self.eps, kept)
+        x, dy, weight, bias, residual_grad, keep = self._on_device(x, dy, weight, bias, residual_grad, keep)
+        stats = self.forward(x, weight, bias)[1:]
+        grads = [t.cpu() for t in self._backward(exe, dy, x, stats, weight, None, keep)]
+        accumulated = self._backward(exe, dy, x, stats, weight, residual_grad, keep)[0].cpu()
+        self._hold(self._gradient_checks(grads, accumulated, dx, dweight, dbias, residual_grad.cpu()),
+                   "with a dropout's mask on dy ")
+
+    def _gradient_checks(self, grads, accumulated, dx, dweight, dbias, residual_grad):
+        checks = [("dx", grads[0], dx),
                   ("dx plus the residual gradient", accumulated, dx + residual_grad.double())]
         if self.has_weight:
             checks.append(("dweight", grads[1], dweight))
         if self.has_bias and self.kind == "layer_norm":
             checks.append(("dbias", grads[-1], dbias))
+        return checks
+
+    def _hold(self, checks, what=""):
         for name, a, e in checks:
             if a.shape != e.shape or a.dtype != self.dtype or _far(a, e, self.dtype):
-                raise Unsupported(f"its compiled {name} differs from torch's")
+                raise Unsupported(f"its compiled {name} {what}differs from torch's")
 
 
 _EXECUTABLES = {}
@@ -222,24 +332,49 @@ def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps, placeme
     return found
 
 
+def prepare_masked_dy(kind, x, weight, has_bias, normalized_ndim, eps, emulate_cuda, dy_scale):
+    """Compiles and checks, before a graph calls it, the backward of the
+    norm of `kind` over `x` (a tensor, or a fake one of a graph being
+    compiled) that applies a dropout's keep mask by `dy_scale` to dy;
+    raises Unsupported, with the reason, where fff does not run it."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    try:
+        placement = placement_of_device(x.device, emulate_cuda)
+    except FFFError as error:
+        raise Unsupported(str(error))
+    with unset_fake_temporarily():
+        executable(kind, x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
+                   placement).with_masked_dy(dy_scale)
+
+
 def release_executables():
     with _LOCK:
         _EXECUTABLES.clear()
 
 
-def count_backward(name, residual_grad=None):
+def count_backward(name, residual_grad=None, dy_keep=None):
     """Counts one call of the backward op `name`, and whether it added a
-    residual gradient (explain(backward=True) reports the counts)."""
+    residual gradient or masked dy (explain(backward=True) reports the
+    counts)."""
     with _CALLS_LOCK:
         BACKWARD_CALLS[name] += 1
         if residual_grad is not None:
             RESIDUAL_GRAD_CALLS[name] += 1
+        if dy_keep is not None:
+            DY_MASK_CALLS[name] += 1
 
 
-def _check_residual_grad(residual_grad, x):
+def _check_fused_inputs(x, residual_grad, dy_keep):
+    """The backward ops' optional inputs that their fusions give
+    (_backward_fusion.py): a residual gradient like x, a bool mask of x's
+    shape."""
     if residual_grad is not None and (residual_grad.shape != x.shape or residual_grad.dtype != x.dtype):
         raise ValueError(f"residual_grad must have x's shape {tuple(x.shape)} and dtype {x.dtype}, got "
                          f"{tuple(residual_grad.shape)} {residual_grad.dtype}")
+    if dy_keep is not None and (dy_keep.shape != x.shape or dy_keep.dtype != torch.bool):
+        raise ValueError(f"dy_keep must be a bool mask of x's shape {tuple(x.shape)}, got "
+                         f"{tuple(dy_keep.shape)} {dy_keep.dtype}")
 
 
 def _stats_shape(x, normalized_ndim):
@@ -281,23 +416,27 @@ def _(x, weight, bias, normalized_ndim, eps, emulate_cuda=False):
 @torch.library.custom_op("fff::layer_norm_train_backward", mutates_args=())
 def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
                               weight: torch.Tensor | None, normalized_ndim: int, has_bias: bool,
-                              eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False
+                              eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False,
+                              dy_keep: torch.Tensor | None = None, dy_scale: float = 1.0
                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """fff.layer_norm_grad: dx, dweight and dbias (empty where absent).
     With `residual_grad`, the first result is residual_grad + dx, added as
-    dx is written (the backward graph's residual add, fused by
-    _backward_fusion.py)."""
-    _check_residual_grad(residual_grad, x)
+    dx is written (the backward graph's residual add); with `dy_keep`, the
+    gradients are those of dy * (dy_keep ? dy_scale : 0), masked as dy is
+    read (a dropout's backward after the norm). _backward_fusion.py fuses
+    both from backward graphs."""
+    _check_fused_inputs(x, residual_grad, dy_keep)
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
                      placement_of_device(x.device, emulate_cuda))
-    count_backward("layer_norm_grad", residual_grad)
-    grads = exe.backward(dy, x, (mean, rstd), weight, residual_grad)
+    count_backward("layer_norm_grad", residual_grad, dy_keep)
+    grads = exe.backward(dy, x, (mean, rstd), weight, residual_grad, dy_keep, dy_scale)
     return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
 
 
 @layer_norm_train_backward.register_fake
-def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None, emulate_cuda=False):
-    _check_residual_grad(residual_grad, x)
+def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None, emulate_cuda=False,
+      dy_keep=None, dy_scale=1.0):
+    _check_fused_inputs(x, residual_grad, dy_keep)
     shape = _normalized(x, normalized_ndim)
     return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
             x.new_empty(shape if weight is not None else (0,)), x.new_empty(shape if has_bias else (0,)))
@@ -349,21 +488,22 @@ def _(x, weight, normalized_ndim, eps, emulate_cuda=False):
 
 @torch.library.custom_op("fff::rms_norm_train_backward", mutates_args=())
 def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int,
-                            eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False
+                            eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False,
+                            dy_keep: torch.Tensor | None = None, dy_scale: float = 1.0
                             ) -> tuple[torch.Tensor, torch.Tensor]:
     """fff.rms_norm_grad: dx and dweight (empty where absent); with
-    `residual_grad`, residual_grad + dx in dx's place."""
-    _check_residual_grad(residual_grad, x)
+    `residual_grad` and `dy_keep`, as layer_norm_train_backward."""
+    _check_fused_inputs(x, residual_grad, dy_keep)
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
                      placement_of_device(x.device, emulate_cuda))
-    count_backward("rms_norm_grad", residual_grad)
-    grads = exe.backward(dy, x, (), weight, residual_grad)
+    count_backward("rms_norm_grad", residual_grad, dy_keep)
+    grads = exe.backward(dy, x, (), weight, residual_grad, dy_keep, dy_scale)
     return grads[0], grads[1] if weight is not None else _no_grad(x)
 
 
 @rms_norm_train_backward.register_fake
-def _(dy, x, weight, normalized_ndim, eps, residual_grad=None, emulate_cuda=False):
-    _check_residual_grad(residual_grad, x)
+def _(dy, x, weight, normalized_ndim, eps, residual_grad=None, emulate_cuda=False, dy_keep=None, dy_scale=1.0):
+    _check_fused_inputs(x, residual_grad, dy_keep)
     shape = _normalized(x, normalized_ndim) if weight is not None else (0,)
     return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape)
 
