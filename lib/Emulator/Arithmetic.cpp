@@ -518,6 +518,25 @@ void move(ExecContext &context, const Instruction &instruction,
              [&](unsigned lane) { return a[lane]; });
 }
 
+void permute(ExecContext &context, const Instruction &instruction,
+             LaneMask lanes) {
+  const uint64_t *a = context.warp->lane(instruction.sources[0]);
+  const uint64_t *b = context.warp->lane(instruction.sources[1]);
+  const uint64_t *selectors = context.warp->lane(instruction.sources[2]);
+  writeLanes(context, instruction.destinations[0], lanes, [&](unsigned lane) {
+    uint64_t bytes = (a[lane] & 0xffffffffu) | ((b[lane] & 0xffffffffu) << 32);
+    uint64_t result = 0;
+    for (unsigned i = 0; i < 4; ++i) {
+      unsigned nibble = (selectors[lane] >> (4 * i)) & 0xf;
+      uint64_t byte = (bytes >> (8 * (nibble & 7))) & 0xff;
+      if (nibble & 8)
+        byte = (byte & 0x80) ? 0xff : 0;
+      result |= byte << (8 * i);
+    }
+    return result;
+  });
+}
+
 template <unsigned partBits, unsigned parts>
 void pack(ExecContext &context, const Instruction &instruction,
           LaneMask lanes) {
@@ -633,6 +652,8 @@ ExecuteFn selectCompare(CompareOp op, ScalarType type) {
 ExecuteFn selectSelect() { return select; }
 
 ExecuteFn selectMove() { return move; }
+
+ExecuteFn selectPermute() { return permute; }
 
 ExecuteFn selectPack(unsigned totalBits, unsigned parts) {
   if (totalBits == 32 && parts == 2)

@@ -159,6 +159,7 @@ private:
   bool decodeSetp();
   bool decodeSelp();
   bool decodeMov();
+  bool decodePrmt();
   bool decodeCvt();
   bool decodeCvta();
   bool decodeLoad() { return decodeMemory(false); }
@@ -223,6 +224,7 @@ std::string Decoder::run() {
       {"not", &Decoder::decodeNot},         {"shl", &Decoder::decodeShl},
       {"shr", &Decoder::decodeShr},         {"setp", &Decoder::decodeSetp},
       {"selp", &Decoder::decodeSelp},       {"mov", &Decoder::decodeMov},
+      {"prmt", &Decoder::decodePrmt},
       {"cvt", &Decoder::decodeCvt},         {"cvta", &Decoder::decodeCvta},
       {"ld", &Decoder::decodeLoad},         {"st", &Decoder::decodeStore},
       {"shfl", &Decoder::decodeShfl},       {"bar", &Decoder::decodeBarrier},
@@ -543,6 +545,17 @@ bool Decoder::decodeSelp() {
   instruction.type = *type;
   return select(selectSelect()) &&
          operands(*type, {*type, *type, ScalarType::Pred});
+}
+
+bool Decoder::decodePrmt() {
+  std::optional<ScalarType> type = takeType();
+  if (!type)
+    return false;
+  if (*type != ScalarType::B32)
+    return fail(quoted() + " takes .b32 only");
+  instruction.type = *type;
+  return select(selectPermute()) &&
+         operands(*type, {*type, *type, *type});
 }
 
 bool Decoder::decodeMov() {

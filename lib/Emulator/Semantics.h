@@ -98,6 +98,12 @@ ExecuteFn selectSelect();
 /// mov d, a, for any type.
 ExecuteFn selectMove();
 
+/// prmt.b32 d, a, b, c (the default mode): each byte of d is the byte of
+/// {b, a} (a's bytes 0-3, b's 4-7) that the low 3 bits of c's nibble for
+/// it name, or that byte's sign bit replicated where the nibble's bit 3 is
+/// set.
+ExecuteFn selectPermute();
+
 /// mov.bN d, {a, b, ...} and mov.bN {a, b, ...}, s: `parts` values of
 /// N / parts bits, the first the least significant.
 ExecuteFn selectPack(unsigned totalBits, unsigned parts);

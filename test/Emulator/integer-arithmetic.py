@@ -2,7 +2,8 @@
 # mul.lo/.hi/.wide and mad in 16, 32 and 64 bits, signed and unsigned
 # division and remainder (negative operands, division by zero and MIN/-1),
 # min/max, neg/abs, shifts by the width or more, logic ops, setp's signed and
-# unsigned orderings, selp, and mov packing and unpacking.
+# unsigned orderings, selp, mov packing and unpacking, and prmt's byte
+# permutes.
 #
 # REQUIRES: numpy
 # RUN: %python %s %emulator | FileCheck %s
@@ -152,5 +153,29 @@ check("mov.b64 {%a32, %b32}, %a64;\nmov.b64 %d64, {%b32, %a32};", [longs], 64,
       lambda x: ((x & 0xFFFFFFFF) << 32) | (x >> 32), "mov.b64 unpack and pack")
 check("mov.b64 {%a16, %b16, %c16, %d16}, %a64;\nmov.b64 %d64, {%d16, %c16, %b16, %a16};", [longs], 64,
       lambda x: sum(((x >> (16 * i)) & 0xFFFF) << (16 * (3 - i)) for i in range(4)), "mov.b64 in four parts")
+
+
+def permuted(a, b, selectors):
+    """prmt.b32's default mode, byte by byte: a's bytes are 0-3, b's 4-7;
+    bit 3 of a selector replicates the chosen byte's sign bit."""
+    source = a | (b << 32)
+    result = 0
+    for i in range(4):
+        nibble = (selectors >> (4 * i)) & 0xF
+        byte = (source >> (8 * (nibble & 7))) & 0xFF
+        if nibble & 8:
+            byte = 0xFF if byte & 0x80 else 0
+        result |= byte << (8 * i)
+    return result
+
+
+# Random selectors (sign replication included), and the byte extracts
+# LLVM emits for an i8 vector element (0x777N: byte N, zeros above it).
+a, b = operands(32), np.roll(operands(32), 2)
+selectors = np.array([0x7770, 0x7771, 0x7772, 0x7773, 0x3210, 0x7654, 0x0123, 0x8888, 0xBA98, 0x4567] * 21
+                     )[:len(a)].astype(np.uint32)
+selectors[::3] = rng.integers(0, 2**32, len(selectors[::3]), dtype=np.uint64).astype(np.uint32)
+check("prmt.b32 %d32, %a32, %b32, %c32;", [a, b, selectors], 32, permuted, "prmt.b32")
+check("prmt.b32 %d32, %a32, 0, 0x7772;", [a], 32, lambda x: (x >> 16) & 0xFF, "prmt.b32 with immediates")
 
 checks.finish()
