@@ -231,6 +231,39 @@ def test_training_step(model_type, launches):
         assert close, name
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_dropout_after_a_norm_joins_its_fused_backward_kernel(dtype, launches):
+    """dropout(norm(h)) in train mode: the dropout's mask and scale join the
+    norm's backward as its dy prologue, which the GPU's fused backward
+    kernel applies as it reads dy (the mask as bytes); the gradients are
+    those of the CPU pipeline's run with the same seed (the same mask)."""
+    torch.manual_seed(0)
+    norm, drop = torch.nn.LayerNorm(96, dtype=dtype), torch.nn.Dropout(0.25)
+    out = torch.nn.Linear(96, 96, dtype=dtype)
+
+    def f(h):
+        h = h * 1.5
+        return out(h + drop(norm(h)))
+
+    x = torch.randn(5, 7, 96, dtype=dtype)
+    grads = {}
+    for options in (EMULATED, {}):
+        torch._dynamo.reset()
+        for p in (*norm.parameters(), *out.parameters()):
+            p.grad = None
+        leaf = x.clone().requires_grad_()
+        torch.manual_seed(3)
+        torch.compile(f, backend="fff", options=options)(leaf).float().sum().backward()
+        grads[bool(options)] = [leaf.grad, norm.weight.grad, norm.bias.grad, out.weight.grad]
+    torch._dynamo.reset()
+    for emulated, cpu in zip(grads[True], grads[False]):
+        assert relative_error(emulated, cpu) < TOLERANCE[dtype]
+    assert any(name.startswith("fused_layer_norm_grad") for name in launches()), launches()
+    torch.manual_seed(3)
+    report = fff.torch.explain(f, x.clone().requires_grad_(), options=EMULATED, backward=True, print_report=False)
+    assert dict(report.backward_dy_masks) == {"layer_norm_grad": 1}, str(report)
+
+
 def test_tree_training_step(launches):
     """A training graph's tree layers under emulate_cuda: fff::tree_ffn's
     forward and backward (fff.tree_ffn_grad) on the GPU's kernels, the leaf
