@@ -16,6 +16,12 @@ with scripts/fff-aot.sh into benchmarks/gpu/out/:
   - fff_norm_grads.so: the norms' backward (layer_norm_grad with dgamma
     and dbeta, rms_norm_grad with dgamma from the forward's rstd) per
     (op, dtype, hidden size);
+  - fff_norm_grads.so also holds each backward as the fused unit of a
+    pre-LN block's training step with a dropout after the norm
+    (fused_<op>_grad_<dtype>_<hidden>): dy = grad * (keep ? 1/0.9 : 0)
+    read from the incoming gradient and an i8 keep mask, and
+    dh = dresidual + dx written in dx's place, as the torch backend's
+    backward fusion compiles it (traffic.py);
   - fff_tree_grads.so: tree training steps (tree_grad_check.py): per
     layer, its tree_ffn and its tree_ffn_grad (dx, every weight's and
     bias's gradient);
@@ -128,6 +134,40 @@ sublayer_manifest.append({"function": "pre_ln_block", "form": "block", "dtype": 
 # The norms' backward, at the widths of the training benchmark's shapes.
 GRAD_HIDDEN = (768, 1024, 4096)
 grad_functions, grad_manifest = [], []
+fused_grad_functions, fused_grad_manifest = [], []
+KEEP_SCALE = 1 / 0.9
+
+
+def fused_norm_grad(name, op, dtype, hidden):
+    """The backward `name` of a norm followed by a dropout in a pre-LN
+    block: its dy computed from the incoming gradient and an i8 keep mask
+    (in f32, one rounding), and the residual gradient added to its dx."""
+    t, p, s = f"tensor<?x{hidden}x{dtype}>", f"tensor<{hidden}x{dtype}>", "tensor<?x1xf32>"
+    keep = f"tensor<?x{hidden}xi8>"
+    identity = "affine_map<(d0, d1) -> (d0, d1)>"
+    wide, narrow = ((f"    %widened = arith.extf %a : {dtype} to f32\n",
+                     f"    %rounded = arith.truncf %pr : f32 to {dtype}\n")
+                    if dtype != "f32" else ("", ""))
+    product = (f"  %dy = linalg.generic {{indexing_maps = [{identity}, {identity}, {identity}], "
+               f"iterator_types = [\"parallel\", \"parallel\"]}} ins(%grad, %keep : {t}, {keep}) outs(%init : {t}) {{\n"
+               f"  ^bb0(%a: {dtype}, %k: i8, %o: {dtype}):\n"
+               f"    %zero8 = arith.constant 0 : i8\n    %kept = arith.cmpi ne, %k, %zero8 : i8\n"
+               f"    %scale = arith.constant {KEEP_SCALE!r} : f32\n    %zero = arith.constant 0.0 : f32\n"
+               f"    %f = arith.select %kept, %scale, %zero : f32\n{wide}"
+               f"    %pr = arith.mulf {'%widened' if wide else '%a'}, %f : f32\n{narrow}"
+               f"    linalg.yield {'%rounded' if narrow else '%pr'} : {dtype}\n  }} -> {t}\n")
+    if op == "layer_norm":
+        stats, grad, results = (f"%m: {s}, %r: {s}", f"%dx, %dg, %db = fff.layer_norm_grad %dy, %x, %m, %r scale(%g : {p}) "
+                                f"bias_grad : {t}, {s}", (f"{p}, {p}", "%dg, %db"))
+    else:
+        stats, grad, results = (f"%r: {s}", f"%dx, %dg = fff.rms_norm_grad %dy, %x rstd(%r : {s}) scale(%g : {p}) "
+                                f"{{epsilon = {EPSILON:.1e} : f32}} : {t}", (p, "%dg"))
+    return (f"func.func @fused_{name}(%grad: {t}, %keep: {keep}, %x: {t}, {stats}, %g: {p}, %dres: {t}) "
+            f"-> ({t}, {results[0]}) {{\n"
+            f"  %c0 = arith.constant 0 : index\n  %rows = tensor.dim %grad, %c0 : {t}\n"
+            f"  %init = tensor.empty(%rows) : {t}\n{product}  {grad}\n"
+            f"  %dh = arith.addf %dres, %dx : {t}\n  return %dh, {results[1]} : {t}, {results[0]}\n}}\n")
+
 for op in ("layer_norm", "rms_norm"):
     for dtype in DTYPES:
         for hidden in GRAD_HIDDEN:
@@ -147,6 +187,11 @@ for op in ("layer_norm", "rms_norm"):
                 args = ["dy", "x", "rstd", "gamma", "dx", "dgamma"]
             grad_manifest.append({"function": name, "op": op, "dtype": dtype, "hidden": hidden,
                                   "epsilon": EPSILON, "args": args})
+            fused_grad_functions.append(fused_norm_grad(name, op, dtype, hidden))
+            inputs = ["grad", "keep"] + args[1:args.index("dx")] + ["dresidual"]
+            fused_grad_manifest.append({"function": "fused_" + name, "op": op, "dtype": dtype, "hidden": hidden,
+                                        "epsilon": EPSILON, "keep_scale": KEEP_SCALE,
+                                        "args": inputs + ["dh"] + args[args.index("dx") + 1:]})
 
 # Tree training steps: (name, dtype, trees, depth), 768 wide, GELU, both
 # biases: UltraFastBERT-1x11 and four trees of depth 8.
@@ -190,7 +235,7 @@ build("fff_norms", "\n".join(functions), "")
 for suffix, pipeline_options in TREE_LIBRARIES.items():
     build("fff_trees" + suffix, "\n".join(tree_functions), pipeline_options)
 build("fff_sublayers", "\n".join(sublayer_functions), "")
-build("fff_norm_grads", "\n".join(grad_functions), "")
+build("fff_norm_grads", "\n".join(grad_functions + fused_grad_functions), "")
 build("fff_tree_grads", "\n".join(tree_grad_functions), "")
 with open(os.path.join(options.out, "manifest.json"), "w") as f:
     json.dump({"library": "fff_norms.so", "chip": options.chip, "functions": manifest,
@@ -198,9 +243,10 @@ with open(os.path.join(options.out, "manifest.json"), "w") as f:
                "tree_functions": tree_manifest,
                "sublayer_library": "fff_sublayers.so", "sublayer_functions": sublayer_manifest,
                "grad_library": "fff_norm_grads.so", "grad_functions": grad_manifest,
+               "fused_grad_functions": fused_grad_manifest,
                "tree_grad_library": "fff_tree_grads.so", "tree_grad_functions": tree_grad_manifest}, f, indent=1)
 print(f"built {len(manifest)} norm functions into {options.out}/fff_norms.so, "
       f"{len(tree_manifest)} tree functions into {len(TREE_LIBRARIES)} fff_trees*.so and "
       f"{len(sublayer_manifest)} sublayer functions into fff_sublayers.so and "
-      f"{len(grad_manifest)} norm backward functions into fff_norm_grads.so and "
+      f"{len(grad_manifest)} norm backward functions (and as many fused units) into fff_norm_grads.so and "
       f"{len(tree_grad_manifest)} tree training steps into fff_tree_grads.so")

@@ -15,6 +15,13 @@ CUDA-graph replays side by side with:
     timed on one input set (its saved forward holds one), which may sit in
     L2: a bias in its favour.
 
+The fused rows (fused_*) are each backward as the unit of a pre-LN
+training step with a dropout after the norm: fff's kernel reads the
+incoming gradient and an i8 keep mask, computes dy = grad * (keep ? scale :
+0) as it reads them, and writes dh = dresidual + dx in dx's place. Their
+baselines compute the same: the masked product, the backward and the add
+(Liger's backward between torch's product and add).
+
 Bandwidth is bytes moved per second; `fff x` columns are the other time
 over fff's.
 """
@@ -30,16 +37,29 @@ GRAD_TOLERANCE = {"f32": 2e-5, "bf16": 8e-3}
 
 
 def reference(spec, s):
-    """dx, dgamma (and dbeta) of torch's norm in float64."""
+    """dx, dgamma (and dbeta) of torch's norm in float64; for a fused unit,
+    dh = dresidual + dx in dx's place, from the masked dy."""
     hidden = (spec["hidden"],)
     x = s["x"].double().requires_grad_()
     g = s["gamma"].double().requires_grad_()
+    dy = masked_dy(spec, s).double() if "keep_scale" in spec else s["dy"].double()
     if spec["op"] == "layer_norm":
         b = torch.zeros_like(g, requires_grad=True)
         y = torch.nn.functional.layer_norm(x, hidden, g, b, spec["epsilon"])
-        return torch.autograd.grad(y, (x, g, b), s["dy"].double())
-    y = torch.nn.functional.rms_norm(x, hidden, g, spec["epsilon"])
-    return torch.autograd.grad(y, (x, g), s["dy"].double())
+        grads = torch.autograd.grad(y, (x, g, b), dy)
+    else:
+        y = torch.nn.functional.rms_norm(x, hidden, g, spec["epsilon"])
+        grads = torch.autograd.grad(y, (x, g), dy)
+    if "keep_scale" in spec:
+        return (s["dresidual"].double() + grads[0],) + grads[1:]
+    return grads
+
+
+def masked_dy(spec, s):
+    """The fused unit's dy, as its kernel computes it: in f32, the scale
+    rounded to f32, then one rounding to the gradient's dtype."""
+    scale = torch.tensor(spec["keep_scale"], dtype=torch.float32).item()
+    return (s["grad"].float() * (s["keep"] != 0).float() * scale).to(s["grad"].dtype)
 
 
 def rms_norm_backward(dy, x, rstd, gamma):
@@ -70,6 +90,19 @@ def torch_backward(spec, s):
     return lambda s: rms_norm_backward(s["dy"], s["x"], s["rstd"], s["gamma"])
 
 
+def fused_torch_step(spec, backward):
+    """The fused unit's work in torch ops around `backward` (a step on a
+    set's tensors by name that reads its "dy"): the masked product, the
+    backward, and the residual gradient's add."""
+    scale = spec["keep_scale"]
+
+    def step(s):
+        dy = s["grad"] * (s["keep"].to(s["grad"].dtype) * scale)
+        grads = backward({**s, "dy": dy})
+        return (s["dresidual"] + grads[0],) + tuple(grads[1:])
+    return step
+
+
 def liger_backward(spec, s):
     """Liger Kernel's backward alone (its autograd function, re-run from a
     saved forward graph), or None with why not."""
@@ -85,17 +118,22 @@ def liger_backward(spec, s):
     x = s["x"].detach().requires_grad_()
     gamma = s["gamma"].detach().requires_grad_()
     y = function.apply(x, gamma, *extra)
-    return (lambda t: torch.autograd.grad(y, (x, gamma), t["dy"], retain_graph=True)), ""
+    backward = lambda t: torch.autograd.grad(y, (x, gamma), t["dy"], retain_graph=True)
+    return (fused_torch_step(spec, backward) if "keep_scale" in spec else backward), ""
 
 
 def run_case(h, spec):
     dtype = h.DTYPES[spec["dtype"]]
     hidden = spec["hidden"]
+    fused = "keep_scale" in spec
     rows = h.options.rows[0] if h.emulator else ROWS[hidden]
     function = getattr(h.grad_library, spec["function"])
     element = torch.finfo(dtype).bits // 8
     params = 3 if spec["op"] == "layer_norm" else 2
-    bytes_moved = (3 * rows + 2 * params * hidden) * element + 8 * rows
+    # x, dy and dx; fused: x, the gradient, the residual gradient and dh,
+    # and the mask's bytes.
+    row_bytes = (4 * element + 1) if fused else 3 * element
+    bytes_moved = rows * hidden * row_bytes + 2 * params * hidden * element + 8 * rows
     sets = []
     for _ in range(1 if h.emulator else max(1, math.ceil(3 * h.L2_BYTES / bytes_moved))):
         x = torch.randn(rows, hidden, device=h.DEVICE, dtype=dtype) * 2 + 0.5
@@ -115,9 +153,14 @@ def run_case(h, spec):
             "src": torch.empty(bytes_moved // 2, device=h.DEVICE, dtype=torch.uint8),
             "dst": torch.empty(bytes_moved // 2, device=h.DEVICE, dtype=torch.uint8),
         })
+        if fused:
+            sets[-1].update({
+                "grad": sets[-1]["dy"], "keep": (torch.rand(rows, hidden, device=h.DEVICE) < 0.9).to(torch.int8),
+                "dresidual": torch.randn(rows, hidden, device=h.DEVICE, dtype=dtype),
+                "dh": torch.full((rows, hidden), float("nan"), device=h.DEVICE, dtype=dtype)})
         if len(sets) * bytes_moved > (8 << 30):
             break
-    outputs = [name for name in ("dx", "dgamma", "dbeta") if name in spec["args"]]
+    outputs = [name for name in ("dx", "dh", "dgamma", "dbeta") if name in spec["args"]]
 
     def fff_step(s):
         h.call_fff(function, spec["args"], s, outputs=outputs)
@@ -133,11 +176,13 @@ def run_case(h, spec):
         errors.append(((got - ref).norm() / ref.norm()).item() if torch.isfinite(got).all() else float("inf"))
     error = max(errors)
     ok = error <= GRAD_TOLERANCE[spec["dtype"]]
-    case = f"{spec['op']}_grad {rows}x{hidden} {spec['dtype']}"
+    case = f"{'fused ' if fused else ''}{spec['op']}_grad {rows}x{hidden} {spec['dtype']}"
     if h.emulator:
         return {"case": case, "ok": ok, "error": error}
 
     eager = torch_backward(spec, s)
+    if fused:
+        eager = fused_torch_step(spec, eager)
     compiled = torch.compile(eager)
     copy_us = h.graph_time_us(lambda s: s["dst"].copy_(s["src"]), sets)
     fff_us = h.graph_time_us(fff_step, sets)
@@ -164,7 +209,7 @@ def run(h):
     print("\n| norm backward | correct (rel. err) | fff us | GB/s | of copy | eager GB/s | compile GB/s | "
           "Liger GB/s | fff x eager | fff x compile | fff x Liger |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for spec in h.manifest["grad_functions"]:
+    for spec in h.manifest["grad_functions"] + h.manifest.get("fused_grad_functions", []):
         r = run_case(h, spec)
         results.append(r)
         if h.emulator:

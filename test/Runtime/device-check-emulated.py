@@ -2,7 +2,8 @@
 # fff's PTX emulator, with torch on the CPU and tiny shapes. Every norm and
 # tree library of the build is called through the harness's own argument
 # marshalling and checked against its float64 references, as are the norms'
-# backward, the tree layers' training steps, the fused sublayers and the
+# backward (alone and as the fused unit of a pre-LN step with a dropout
+# after the norm), the tree layers' training steps, the fused sublayers and the
 # whole pre-LN block; nothing is timed.
 #
 # REQUIRES: torch
@@ -14,7 +15,9 @@
 # CHECK: 24 cases; wrong: 0
 # CHECK: | layer_norm_grad 5x768 f32 | yes
 # CHECK: | rms_norm_grad 5x4096 bf16 | yes
-# CHECK: 12 norm backward cases; wrong: 0
+# CHECK: | fused layer_norm_grad 5x768 f32 | yes
+# CHECK: | fused rms_norm_grad 5x4096 bf16 | yes
+# CHECK: 24 norm backward cases; wrong: 0
 # CHECK: | tree_ffn_bf16_768_depth11 B=1 | yes
 # CHECK: | tree_ffn_bf16_768_depth11 B=3 | yes
 # CHECK: | tree_ffn_f32_768_depth11 B=3 | yes
