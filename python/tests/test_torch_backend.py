@@ -463,3 +463,33 @@ def test_a_norm_whose_result_is_unused_is_reported_as_such():
     torch._dynamo.reset()
     with torch.no_grad():
         assert torch.equal(torch.compile(model, backend="fff")(x), model(x))
+
+
+_SLICED_BY_A_SYMBOL = """
+import torch, fff.torch
+
+def f(x, w):
+    h = (torch.nn.functional.layer_norm(x, (16,), w) * 2).to(torch.float32)
+    return h[:, : x.shape[1] - 1]
+
+compiled = torch.compile(f, backend="fff", dynamic=True)
+w = torch.randn(16)
+for length in (5, 7):
+    x = torch.randn(3, length, 16)
+    assert torch.allclose(compiled(x, w), f(x, w), atol=1e-5)
+print("done")
+"""
+
+
+def test_a_region_result_sliced_by_a_symbolic_extent_compiles():
+    """h[:, :n - 1] with a dynamic n: the getitem reads both h and n, each
+    only ever read by getitems. torch's partitioner moved that getitem
+    between h's region and n's nothing forever (LFM2 hung this way); h now
+    stays out of regions. Run apart, so that a hang fails by its timeout."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", _SLICED_BY_A_SYMBOL], capture_output=True, text=True,
+                            timeout=240, env=dict(os.environ))
+    assert result.returncode == 0 and "done" in result.stdout, result.stderr[-2000:]

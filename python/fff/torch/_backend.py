@@ -75,7 +75,7 @@ class _RegionOps(OperatorSupportBase):
         if name == "getitem":
             # The parts of var_mean's pair.
             return isinstance(node.args[0], torch.fx.Node) and op_name(node.args[0]) == "var_mean"
-        if name not in _NORMS | _REDUCTIONS | _POINTWISE:
+        if name not in _NORMS | _REDUCTIONS | _POINTWISE or _sliced_by_other_values(node):
             return False
         if name == "dropout" and (node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)):
             return False
@@ -93,6 +93,19 @@ class _RegionOps(OperatorSupportBase):
         value = example_value(node)
         values = value if isinstance(value, tuple) else (value,)
         return all(_is_float_tensor(v) for v in values)
+
+
+def _sliced_by_other_values(node):
+    """Whether `node`'s users are all getitems and one of them also reads
+    another value (`h[..., :n]` with a symbolic n). torch's partitioner
+    moves a value's getitems into its partition where they are its only
+    users; such a getitem would be moved between the two values'
+    partitions, back and forth, forever (torch 2.15: propose_partitions
+    never returned on LFM2's dynamic-shape graph). Left out of regions,
+    the value gives the getitem no partition to move to."""
+    users = list(node.users)
+    return bool(users) and all(user.op == "call_function" and user.target is operator.getitem for user in users) \
+        and any(len(user.all_input_nodes) > 1 for user in users)
 
 
 def _adds_alike(node):
