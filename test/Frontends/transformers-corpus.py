@@ -87,6 +87,9 @@ FAMILIES = {
     "stablelm": ("stablelm", dict(TEXT, num_key_value_heads=2), "text", set()),
     "olmo": ("olmo", dict(TEXT, num_key_value_heads=2), "text", set()),
     "cohere": ("cohere", dict(TEXT, num_key_value_heads=2), "text", set()),
+    # Short convolutions beside attention: its dynamic-shape graph slices a
+    # cast by a symbolic extent, which once hung torch's partitioner.
+    "lfm2": ("lfm2", dict(DECODER, full_attn_idxs=[1]), "text", set()),
     # Encoder-decoders
     "t5": ("t5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=VOCAB), "seq2seq",
            {"bf16"}),
@@ -212,7 +215,7 @@ def no_dropout(config_kwargs):
                                 "attention_dropout_prob", "classifier_dropout", "dropout_rate", "qa_dropout",
                                 "seq_classif_dropout", "summary_first_dropout",
                                 "feat_proj_dropout", "final_dropout", "layerdrop", "mask_time_prob",
-                                "drop_path_rate", "encoder_layerdrop", "decoder_layerdrop"
+                                "drop_path_rate", "encoder_layerdrop", "decoder_layerdrop", "residual_dropout"
                                 )}
     return dict(config_kwargs, **off)
 
