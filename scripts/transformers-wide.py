@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""torch.compile(model, backend="fff") on transformers families beyond the
+corpus (test/Frontends/transformers-corpus.py, which CI runs), and in
+scenarios the corpus does not run, each against eager:
+
+  infer        eval, no_grad, two shapes (the second dynamic), f32
+  bf16, f16    the same in bf16 and f16
+  gradfwd      eval with grad mode on and no backward (a user who forgets
+               no_grad: the graphs compile as training graphs)
+  train-ind    a training step (dropout off) with the Inductor fallback, at
+               both shapes: every parameter's and float input's gradient
+  train-eager  the same with the eager fallback
+
+A family fails if it gives a wrong answer, raises, or hangs (run it under
+`timeout`). Families whose eager run fails on this transformers are skipped
+and say so. Too slow for CI (about 1.5 hours for every family and the
+scenarios infer, train-ind and gradfwd on 2 cores); run it by hand:
+
+    PYTHONPATH=build/python build/venv/bin/python scripts/transformers-wide.py \
+        [--scenario infer,train-ind,gradfwd] [--plain] [--emulate-cuda] [FAMILY ...]
+
+--plain compiles with the fallback alone (backend="inductor"), to tell the
+baseline's own disagreement with eager from fff's; --emulate-cuda runs the
+backend's CUDA path on fff's PTX emulator (FFF_CUDA_DRIVER). The
+tolerances and helpers are the corpus's. Where plain Inductor disagrees
+with eager as much as fff does, the disagreement is the model's (a key's
+bias gradient that is rounding noise, BatchNorm in train mode, ViT-MAE's
+random shuffle), not fff's: the run of 2026-12-06 found three such, and
+one hang of fff's (LFM2, fixed).
+"""
+
+import copy
+import importlib.util
+import os
+import sys
+import time
+import traceback
+
+import torch
+import transformers
+
+_CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
+                       "transformers-corpus.py")
+_spec = importlib.util.spec_from_file_location("corpus", _CORPUS)
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+import fff.torch  # noqa: E402
+
+corpus.TOLERANCE[torch.float16] = 1e-2
+TEXT, DECODER, VISION, SEQ2SEQ = corpus.TEXT, corpus.DECODER, corpus.VISION, corpus.SEQ2SEQ
+MOE = dict(DECODER, num_local_experts=4, num_experts_per_tok=2, num_experts=4, moe_intermediate_size=32)
+
+FAMILIES = {
+    "xlm-roberta": ("xlm-roberta", dict(TEXT, max_position_embeddings=80), "text"),
+    "camembert": ("camembert", dict(TEXT, max_position_embeddings=80), "text"),
+    "roberta-prelayernorm": ("roberta-prelayernorm", dict(TEXT, max_position_embeddings=80), "text"),
+    "mobilebert": ("mobilebert", dict(TEXT, embedding_size=32, intra_bottleneck_size=32, true_hidden_size=32), "text"),
+    "convbert": ("convbert", dict(TEXT, embedding_size=64), "text"),
+    "layoutlm": ("layoutlm", TEXT, "text"),
+    "megatron-bert": ("megatron-bert", TEXT, "text"),
+    "rembert": ("rembert", dict(TEXT, input_embedding_size=32, output_embedding_size=32), "text"),
+    "roformer": ("roformer", TEXT, "text"),
+    "squeezebert": ("squeezebert", dict(TEXT, embedding_size=64), "text"),
+    "xlnet": ("xlnet", dict(d_model=64, n_layer=2, n_head=4, d_inner=128, vocab_size=128), "text"),
+    "ernie": ("ernie", TEXT, "text"),
+    "esm": ("esm", dict(TEXT, position_embedding_type="rotary", mask_token_id=1), "text"),
+    "modernbert": ("modernbert", dict(TEXT, global_attn_every_n_layers=2, local_attention=16), "text"),
+    "ctrl": ("ctrl", dict(n_embd=64, n_layer=2, n_head=4, dff=128, vocab_size=128, n_positions=64), "text"),
+    "codegen": ("codegen", dict(n_embd=64, n_layer=2, n_head=4, n_inner=128, rotary_dim=8, vocab_size=128,
+                                n_positions=64, n_ctx=64), "text"),
+    "gpt_bigcode": ("gpt_bigcode", dict(n_embd=64, n_layer=2, n_head=4, n_inner=128, vocab_size=128,
+                                        n_positions=64), "text"),
+    "gpt_neo": ("gpt_neo", dict(TEXT, attention_types=[[["global", "local"], 1]], num_layers=2, window_size=8), "text"),
+    "biogpt": ("biogpt", TEXT, "text"),
+    "openai-gpt": ("openai-gpt", dict(n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64), "text"),
+    "xglm": ("xglm", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128, vocab_size=128,
+                          max_position_embeddings=64), "text"),
+    "mpt": ("mpt", dict(d_model=64, n_layers=2, n_heads=4, expansion_ratio=2, vocab_size=128, max_seq_len=64), "text"),
+    "persimmon": ("persimmon", TEXT, "text"),
+    "starcoder2": ("starcoder2", dict(DECODER), "text"),
+    "granite": ("granite", dict(DECODER), "text"),
+    "olmo2": ("olmo2", dict(DECODER), "text"),
+    "olmo3": ("olmo3", dict(DECODER), "text"),
+    "mixtral": ("mixtral", MOE, "text"),
+    "qwen2_moe": ("qwen2_moe", dict(MOE, shared_expert_intermediate_size=32), "text"),
+    "qwen3_moe": ("qwen3_moe", MOE, "text"),
+    "olmoe": ("olmoe", MOE, "text"),
+    "nemotron": ("nemotron", dict(DECODER), "text"),
+    "glm": ("glm", dict(DECODER), "text"),
+    "glm4": ("glm4", dict(DECODER), "text"),
+    "helium": ("helium", dict(DECODER), "text"),
+    "smollm3": ("smollm3", dict(DECODER), "text"),
+    "cohere2": ("cohere2", dict(DECODER, sliding_window=16), "text"),
+    "exaone4": ("exaone4", dict(DECODER, sliding_window=16), "text"),
+    "arcee": ("arcee", dict(DECODER), "text"),
+    "apertus": ("apertus", dict(DECODER), "text"),
+    "vaultgemma": ("vaultgemma", dict(DECODER, sliding_window=16), "text"),
+    "bitnet": ("bitnet", dict(DECODER), "text"),
+    "diffllama": ("diffllama", dict(DECODER), "text"),
+    "doge": ("doge", dict(DECODER), "text"),
+    "lfm2": ("lfm2", dict(DECODER, full_attn_idxs=[1]), "text"),
+    "ernie4_5": ("ernie4_5", dict(DECODER), "text"),
+    "seed_oss": ("seed_oss", dict(DECODER, residual_dropout=0.0), "text"),
+    "hunyuan_v1_dense": ("hunyuan_v1_dense", dict(DECODER), "text"),
+    "ministral": ("ministral", dict(DECODER, sliding_window=16), "text"),
+    "deepseek_v3": ("deepseek_v3", dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                         num_key_value_heads=4, intermediate_size=128, moe_intermediate_size=32,
+                                         n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1,
+                                         first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=16,
+                                         qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+                                         max_position_embeddings=64), "text"),
+    "gemma3n": ("gemma3n_text", dict(DECODER, sliding_window=16, laurel_rank=8, altup_num_inputs=2,
+                                      hidden_size_per_layer_input=8, vocab_size_per_layer_input=128,
+                                      num_kv_shared_layers=0, activation_sparsity_pattern=[0.0, 0.0]), "text"),
+    "mamba": ("mamba", dict(hidden_size=64, num_hidden_layers=2, vocab_size=128, state_size=8), "text"),
+    "falcon_mamba": ("falcon_mamba", dict(hidden_size=64, num_hidden_layers=2, vocab_size=128, state_size=8), "text"),
+    "recurrent_gemma": ("recurrent_gemma", dict(DECODER, lru_width=64, attention_window_size=16), "text"),
+    "ultrabert": ("ultrabert", dict(DECODER, sliding_window=16), "text"),
+    # Encoder-decoders
+    "mbart": ("mbart", SEQ2SEQ, "seq2seq"),
+    "pegasus": ("pegasus", SEQ2SEQ, "seq2seq"),
+    "marian": ("marian", SEQ2SEQ, "seq2seq"),
+    "m2m_100": ("m2m_100", SEQ2SEQ, "seq2seq"),
+    "blenderbot": ("blenderbot", SEQ2SEQ, "seq2seq"),
+    "blenderbot-small": ("blenderbot-small", SEQ2SEQ, "seq2seq"),
+    "plbart": ("plbart", SEQ2SEQ, "seq2seq"),
+    "mt5": ("mt5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=128), "seq2seq"),
+    "umt5": ("umt5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=128), "seq2seq"),
+    "longt5": ("longt5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=128), "seq2seq"),
+    "switch_transformers": ("switch_transformers", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16,
+                                                        vocab_size=128, num_experts=2, expert_capacity=8,
+                                                        num_sparse_encoder_layers=1, num_sparse_decoder_layers=1,
+                                                        router_jitter_noise=0.0),
+                            "seq2seq"),
+    # Vision
+    "deit": ("deit", VISION, "image"),
+    "beit": ("beit", VISION, "image"),
+    "data2vec-vision": ("data2vec-vision", VISION, "image"),
+    "swin": ("swin", dict(embed_dim=16, depths=[1, 1], num_heads=[2, 4], image_size=32, patch_size=4,
+                          window_size=4), "image"),
+    "swinv2": ("swinv2", dict(embed_dim=16, depths=[1, 1], num_heads=[2, 4], image_size=32, patch_size=4,
+                              window_size=4), "image"),
+    "convnextv2": ("convnextv2", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, image_size=32), "image"),
+    "segformer": ("segformer", dict(hidden_sizes=[16, 32], depths=[1, 1], num_encoder_blocks=2, sr_ratios=[2, 1],
+                                    num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2],
+                                    mlp_ratios=[2, 2]), "image"),
+    "levit": ("levit", dict(image_size=32, hidden_sizes=[32, 48, 64], num_attention_heads=[1, 2, 2],
+                            depths=[1, 1, 1], key_dim=[8, 8, 8]), "image"),
+    "mobilevit": ("mobilevit", dict(image_size=32, hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24,
+                                                                                                 32, 64]), "image"),
+    "vit_mae": ("vit_mae", dict(VISION, mask_ratio=0.0), "image"),
+    "ijepa": ("ijepa", VISION, "image"),
+    "siglip-vision": ("siglip_vision_model", VISION, "image"),
+    "dinov2-registers": ("dinov2_with_registers", VISION, "image"),
+    "poolformer": ("poolformer", dict(hidden_sizes=[16, 32], depths=[1, 1], num_encoder_blocks=2,
+                                      patch_sizes=[7, 3], strides=[4, 2], padding=[2, 1], mlp_ratio=2.0), "image"),
+    "pvt": ("pvt", dict(hidden_sizes=[16, 32], depths=[1, 1], num_encoder_blocks=2, sequence_reduction_ratios=[2, 1],
+                        num_attention_heads=[1, 2], patch_sizes=[4, 2], strides=[4, 2], mlp_ratios=[2, 2],
+                        image_size=32), "image"),
+    "hiera": ("hiera", dict(embed_dim=16, depths=[1, 1], num_heads=[1, 2], image_size=[32, 32], patch_size=[3, 3],
+                            patch_stride=[2, 2], patch_padding=[1, 1], query_stride=[2, 2],
+                            masked_unit_size=[4, 4], mlp_ratio=2.0, embed_dim_multiplier=2.0,
+                            num_query_pool=1), "image"),
+    # Speech
+    "hubert": ("hubert", dict(TEXT, conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                              num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4), "audio"),
+    "hubert-stable": ("hubert", dict(TEXT, conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                                     num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                     do_stable_layer_norm=True, feat_extract_norm="layer"), "audio"),
+    "sew": ("sew", dict(TEXT, conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                        num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, squeeze_factor=2), "audio"),
+    "data2vec-audio": ("data2vec-audio", dict(TEXT, conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3),
+                                              conv_stride=(5, 2, 2), num_conv_pos_embeddings=5,
+                                              num_conv_pos_embedding_groups=4, conv_pos_kernel_size=5,
+                                              num_conv_pos_embeddings_layers=1), "audio"),
+    "wavlm": ("wavlm", dict(TEXT, conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                            num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, num_buckets=32,
+                            max_bucket_distance=64), "audio"),
+    "unispeech": ("unispeech", dict(TEXT, conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                                    num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4), "audio"),
+}
+
+
+def build(model_type, kwargs):
+    return corpus.build(model_type, kwargs)
+
+
+def without_dropout(model_type, kwargs):
+    """The corpus's dropout switches (corpus.no_dropout) that this family's
+    config has as floats: a strict config refuses a float where it keeps
+    an int (LeViT's drop_path_rate)."""
+    defaults = transformers.AutoConfig.for_model(model_type)
+    off = {k: v for k, v in corpus.no_dropout({}).items() if isinstance(getattr(defaults, k, None), float)}
+    return dict(kwargs, **off)
+
+
+def eager_ok(model_type, kwargs, kind):
+    model = build(model_type, kwargs)
+    args = corpus.inputs(kind, model.config, corpus.TEXT_SHAPES[0], seed=0)
+    with torch.no_grad():
+        model(**args)
+
+
+# --plain: the fallback alone, without fff.
+PLAIN = {"on": False}
+
+
+def compiled_with(model, report, fallback="inductor"):
+    torch._dynamo.reset()
+    if PLAIN["on"]:
+        return torch.compile(model, backend=fallback)
+    return torch.compile(model, backend=lambda gm, ex: fff.torch.backend(gm, ex, report=report, fallback=fallback,
+                                                                        **corpus.OPTIONS))
+
+
+def run_grad_enabled_forward(model_type, kwargs, kind):
+    """eval(), grad mode on, no backward: what a user who forgets no_grad
+    runs."""
+    model = build(model_type, kwargs)
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report)
+    for i, shape in enumerate(corpus.TEXT_SHAPES):
+        args = corpus.inputs(kind, model.config, shape, seed=i)
+        wrong = corpus.compare(compiled(**args), model(**args), torch.float32)
+        if wrong:
+            return report, f"shape {list(shape)}: {wrong}"
+    return report, None
+
+
+def run_training(model_type, kwargs, kind, fallback="inductor", dtype=torch.float32):
+    """A training step's gradients at each shape, compiled and eager, from a
+    random weighting of every float output."""
+    model = build(model_type, without_dropout(model_type, kwargs)).train().to(dtype)
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report, fallback)
+    for i, shape in enumerate(corpus.TEXT_SHAPES):
+        args = corpus.inputs(kind, model.config, shape, seed=5 + i)
+        input_grads = kind != "audio"  # wav2vec2-style models set requires_grad themselves
+        grads = []
+        for run, module in ((compiled, model), (reference, reference)):
+            module.zero_grad(set_to_none=True)
+            leaves = {k: (v.to(dtype) if v.is_floating_point() else v).clone().requires_grad_(
+                input_grads and v.is_floating_point()) for k, v in args.items()}
+            outputs = corpus.tensors(run(**leaves))
+            generator = torch.Generator().manual_seed(11)
+            loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() for t in outputs.values())
+            loss.backward()
+            grads.append({**{f"input {k}": v.grad for k, v in leaves.items() if v.grad is not None},
+                          **{n: p.grad for n, p in module.named_parameters() if p.grad is not None}})
+        actual, expected = grads
+        if actual.keys() != expected.keys():
+            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
+        tol = corpus.TOLERANCE[dtype] if dtype != torch.float32 else 1e-4
+        for path, e in expected.items():
+            error = corpus.gradient_error(actual[path], e)
+            if not error <= tol:
+                return report, f"shape {list(shape)}: the gradient of {path} is off by {error:.2g} (relative)"
+    return report, None
+
+
+def run_forward(model_type, kwargs, kind, dtype=torch.float32):
+    model = build(model_type, kwargs).to(dtype)
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report)
+    with torch.no_grad():
+        for i, shape in enumerate(corpus.TEXT_SHAPES):
+            args = corpus.inputs(kind, model.config, shape, seed=i)
+            args = {k: v.to(dtype) if v.is_floating_point() else v for k, v in args.items()}
+            wrong = corpus.compare(compiled(**args), model(**args), dtype)
+            if wrong:
+                return report, f"shape {list(shape)}: {wrong}"
+    return report, None
+
+
+SCENARIOS = {
+    "infer": lambda t, k, kind: run_forward(t, k, kind),
+    "bf16": lambda t, k, kind: run_forward(t, k, kind, torch.bfloat16),
+    "f16": lambda t, k, kind: run_forward(t, k, kind, torch.float16),
+    "gradfwd": run_grad_enabled_forward,
+    "train-ind": lambda t, k, kind: run_training(t, k, kind, "inductor"),
+    "train-eager": lambda t, k, kind: run_training(t, k, kind, "eager"),
+}
+
+
+def main(argv):
+    scenarios = list(SCENARIOS)
+    if "--scenario" in argv:
+        i = argv.index("--scenario")
+        scenarios = argv[i + 1].split(",")
+        argv = argv[:i] + argv[i + 2:]
+    if "--plain" in argv:
+        argv.remove("--plain")
+        PLAIN["on"] = True
+    if "--emulate-cuda" in argv:
+        argv.remove("--emulate-cuda")
+        corpus.OPTIONS["emulate_cuda"] = True
+    selected = argv or list(FAMILIES)
+    fails = []
+    for name in selected:
+        model_type, kwargs, kind = FAMILIES[name]
+        try:
+            eager_ok(model_type, kwargs, kind)
+        except Exception as error:
+            text = (str(error).strip().splitlines() or [""])[0][:150]
+            print(f"{name:22} SKIP eager: {type(error).__name__}: {text}", flush=True)
+            continue
+        for what in scenarios:
+            start = time.time()
+            try:
+                report, wrong = SCENARIOS[what](model_type, kwargs, kind)
+                outcome = "WRONG " + wrong if wrong else "ok"
+                took = corpus.report_line(report)
+            except Exception as error:
+                outcome = f"CRASH {type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:300]}"
+                took = "?"
+                traceback.print_exc(file=sys.stderr)
+            if outcome != "ok":
+                fails.append((name, what, outcome))
+            print(f"{name:22} {what:11} {time.time() - start:5.1f}s {outcome}  took: {took}", flush=True)
+    print(f"{len(fails)} failure(s)")
+    for failure in fails:
+        print("  ", *failure)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
