@@ -2,8 +2,8 @@
 """Training through torch.compile(backend="fff") side by side with eager and
 torch.compile's default (Inductor), on the CPU, in one run, same threads.
 
-    PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train.py [--quick] [--residual]
-        [--models-only|--norms-only]
+    PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train.py [--quick]
+        [--residual|--dropout] [--models-only|--norms-only]
 
 Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
 4096x4096 and 16384x1024, f32 and bf16: the forward + backward of
@@ -19,6 +19,13 @@ _backward_fusion.py); Inductor and eager add it in a pass of their own.
 The traffic counted is the same as the norm's alone: the residual
 gradient is dy itself.
 
+With --dropout, each norm is `h + dropout(norm(h))` in train mode (p 0.1):
+the norm's dy is the dropout's backward, which fff's backward kernel
+applies as it reads dy (the mask fused, _backward_fusion.py). fff runs
+twice, with that fusion and without it (the graph's own product, which
+Inductor computes in a pass of its own); the gradients are held to
+Inductor's, which draws the same masks from the same seed.
+
 Models: a training step (forward, loss, backward, AdamW step) of a small
 LLaMA-style and BERT-style model from transformers configs, random weights.
 
@@ -31,6 +38,7 @@ Nothing asserts a speed; the table is the result.
 """
 
 import argparse
+import contextlib
 import copy
 import os
 import statistics
@@ -46,6 +54,8 @@ parser.add_argument("--threads", type=int, default=os.cpu_count())
 parser.add_argument("--models-only", action="store_true")
 parser.add_argument("--norms-only", action="store_true")
 parser.add_argument("--residual", action="store_true", help="time h + norm(h), not norm(h)")
+parser.add_argument("--dropout", action="store_true", help="time h + dropout(norm(h)), with and without fff's "
+                    "mask fusion")
 parser.add_argument("--shapes", help="the norms' shapes, ROWSxHIDDEN,... (default: the three above)")
 parser.add_argument("--dtypes", default="float32,bfloat16", help="the norms' dtypes")
 options = parser.parse_args()
@@ -110,7 +120,7 @@ def make_norm(kind, hidden, dtype):
         if kind == "layer_norm":
             norm.bias.uniform_(-0.5, 0.5)
     norm = norm.to(dtype)
-    return Residual(norm) if options.residual else norm
+    return Residual(norm) if options.residual and not options.dropout else norm
 
 
 def norm_case(kind, rows, hidden, dtype, bandwidth):
@@ -152,6 +162,71 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
           f"{moved / bwd['eager'] / 1e6:.1f} | {moved / bwd['inductor'] / 1e6:.1f} | "
           f"{moved / bwd['fff'] / 1e6:.1f} ({100 * moved / bwd['fff'] / 1e6 / bandwidth:.0f}%) | "
           f"{errors['fff']:.1e} | {errors['eager']:.1e} |", flush=True)
+
+
+class DroppedResidual(torch.nn.Module):
+    """h + dropout(norm(h)) in train mode: the norm's dy is the dropout's
+    backward."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.norm, self.drop = norm, torch.nn.Dropout(0.1)
+
+    def forward(self, h):
+        return h + self.drop(self.norm(h))
+
+
+def unfused_masks():
+    """A context in which fff's backward fusion leaves dropout masks to the
+    graph (and Inductor's graph cache, which would hand back the fused
+    graph, is off)."""
+    from unittest import mock
+
+    from fff.torch import _backward_fusion
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(_backward_fusion, "fuse_dropout_masks", lambda graph: 0))
+    stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+    return stack
+
+
+def dropout_case(kind, rows, hidden, dtype, bandwidth):
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
+    dy = torch.randn(rows, hidden, generator=generator).to(dtype)
+    steps, backwards, grads = {}, {}, {}
+    for name in ("eager", "inductor", "fff", "fff unfused"):
+        module = DroppedResidual(make_norm(kind, hidden, dtype)).train()
+        torch._dynamo.reset()
+        run = module if name == "eager" else torch.compile(module) if name == "inductor" else \
+            torch.compile(module, backend="fff")
+
+        def step(run=run, module=module):
+            x.grad = None
+            module.zero_grad()
+            run(x).backward(dy)
+
+        with unfused_masks() if name == "fff unfused" else contextlib.nullcontext():
+            torch.manual_seed(5)
+            step()
+            grads[name] = [x.grad.clone()] + [p.grad.clone() for p in module.parameters()]
+            y = run(x)
+            y.backward(dy, retain_graph=True)
+        steps[name] = step
+        backwards[name] = lambda y=y: y.backward(dy, retain_graph=True)
+    fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards)
+    errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["inductor"]))
+              for name in ("fff", "fff unfused")}
+    parameters = 2 if kind == "layer_norm" else 1
+    # x, dy, dx, the mask's bytes, and the parameters and their gradients.
+    moved = (3 * rows * hidden + 2 * parameters * hidden) * x.element_size() + rows * hidden
+    label = f"h + dropout({kind}) {str(dtype).replace('torch.', '')} {rows}x{hidden}"
+    print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff unfused']:.2f} | "
+          f"{fwd_bwd['fff']:.2f} | {fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | "
+          f"{bwd['inductor']:.2f} | {bwd['fff unfused']:.2f} | {bwd['fff']:.2f} | "
+          f"{bwd['inductor'] / bwd['fff']:.2f}x | {bwd['fff unfused'] / bwd['fff']:.2f}x | "
+          f"{moved / bwd['inductor'] / 1e6:.1f} | {moved / bwd['fff'] / 1e6:.1f} "
+          f"({100 * moved / bwd['fff'] / 1e6 / bandwidth:.0f}%) | {errors['fff']:.1e} | "
+          f"{errors['fff unfused']:.1e} |", flush=True)
 
 
 def llama():
@@ -201,14 +276,20 @@ print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median ms,
 if not options.models_only:
     bandwidth = copy_bandwidth()
     print(f"\ncopy bandwidth (torch clone of 256 MiB, read + write): {bandwidth:.1f} GB/s\n")
-    print("| norm | fwd+bwd eager | Inductor | fff | fff vs Inductor | bwd eager | Inductor | fff | "
-          "fff vs Inductor | fff vs fastest | bwd GB/s eager | Inductor | fff (of copy) | fff's grad error | "
-          "eager's |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if options.dropout:
+        print("| step | fwd+bwd eager | Inductor | fff unfused | fff | fff vs Inductor | bwd eager | Inductor | "
+              "fff unfused | fff | fff vs Inductor | fused vs unfused | bwd GB/s Inductor | fff (of copy) | "
+              "fff's grad error vs Inductor | unfused's |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| norm | fwd+bwd eager | Inductor | fff | fff vs Inductor | bwd eager | Inductor | fff | "
+              "fff vs Inductor | fff vs fastest | bwd GB/s eager | Inductor | fff (of copy) | fff's grad error | "
+              "eager's |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dtype in DTYPES:
         for kind in ("layer_norm", "rms_norm"):
             for rows, hidden in SHAPES:
-                norm_case(kind, rows, hidden, dtype, bandwidth)
+                (dropout_case if options.dropout else norm_case)(kind, rows, hidden, dtype, bandwidth)
 if not options.norms_only:
     print("\n| model training step (AdamW) | eager | Inductor | fff | fff vs eager | fff vs Inductor | "
           "fff's first-loss error |")
