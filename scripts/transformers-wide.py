@@ -235,20 +235,11 @@ def run_training(model_type, kwargs, kind, fallback="inductor", dtype=torch.floa
     report = fff.torch.Report()
     compiled = compiled_with(model, report, fallback)
     for i, shape in enumerate(corpus.TEXT_SHAPES):
-        args = corpus.inputs(kind, model.config, shape, seed=5 + i)
+        args = {k: v.to(dtype) if v.is_floating_point() else v
+                for k, v in corpus.inputs(kind, model.config, shape, seed=5 + i).items()}
         input_grads = kind != "audio"  # wav2vec2-style models set requires_grad themselves
-        grads = []
-        for run, module in ((compiled, model), (reference, reference)):
-            module.zero_grad(set_to_none=True)
-            leaves = {k: (v.to(dtype) if v.is_floating_point() else v).clone().requires_grad_(
-                input_grads and v.is_floating_point()) for k, v in args.items()}
-            outputs = corpus.tensors(run(**leaves))
-            generator = torch.Generator().manual_seed(11)
-            loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() for t in outputs.values())
-            loss.backward()
-            grads.append({**{f"input {k}": v.grad for k, v in leaves.items() if v.grad is not None},
-                          **{n: p.grad for n, p in module.named_parameters() if p.grad is not None}})
-        actual, expected = grads
+        actual, expected = (corpus.step_gradients(run, module, args, input_grads)
+                            for run, module in ((compiled, model), (reference, reference)))
         if actual.keys() != expected.keys():
             return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
         tol = corpus.TOLERANCE[dtype] if dtype != torch.float32 else 1e-4

@@ -227,6 +227,20 @@ def gradient_error(actual, expected):
     return (actual.double() - expected.double()).norm().item() / scale
 
 
+def step_gradients(run, module, args, input_grads):
+    """The gradients, by name, of `module`'s parameters and (with
+    `input_grads`) of the float tensors of `args` after a backward of
+    run(**args) under a seeded random weighting of every float output."""
+    module.zero_grad(set_to_none=True)
+    leaves = {k: v.clone().requires_grad_(input_grads and v.is_floating_point()) for k, v in args.items()}
+    outputs = tensors(run(**leaves))
+    generator = torch.Generator().manual_seed(11)
+    loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() for t in outputs.values())
+    loss.backward()
+    return {**{f"input {k}": v.grad for k, v in leaves.items() if v.grad is not None},
+            **{n: p.grad for n, p in module.named_parameters() if p.grad is not None}}
+
+
 def run_training(name, model_type, config_kwargs, kind):
     """One training step's gradients, compiled (eager fallback) and eager."""
     model = build(model_type, no_dropout(config_kwargs)).train()
@@ -239,16 +253,8 @@ def run_training(name, model_type, config_kwargs, kind):
     # wav2vec2 sets requires_grad on a view of its input itself, which
     # torch refuses where the input already requires it.
     input_grads = kind != "audio"
-    grads = []
-    for run, module in ((compiled, model), (reference, reference)):
-        leaves = {k: v.clone().requires_grad_(input_grads and v.is_floating_point()) for k, v in args.items()}
-        outputs = tensors(run(**leaves))
-        generator = torch.Generator().manual_seed(11)
-        loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() for t in outputs.values())
-        loss.backward()
-        grads.append({**{f"input {k}": v.grad for k, v in leaves.items() if v.grad is not None},
-                      **{n: p.grad for n, p in module.named_parameters() if p.grad is not None}})
-    actual, expected = grads
+    actual, expected = (step_gradients(run, module, args, input_grads)
+                        for run, module in ((compiled, model), (reference, reference)))
     if actual.keys() != expected.keys():
         return norms_present(model), report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
     for path, e in expected.items():
