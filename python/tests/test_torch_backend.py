@@ -493,3 +493,34 @@ def test_a_region_result_sliced_by_a_symbolic_extent_compiles():
     result = subprocess.run([sys.executable, "-c", _SLICED_BY_A_SYMBOL], capture_output=True, text=True,
                             timeout=240, env=dict(os.environ))
     assert result.returncode == 0 and "done" in result.stdout, result.stderr[-2000:]
+
+
+class PowRMSNorm(torch.nn.Module):
+    """Gemma 3n's RMSNorm: pow(mean(x^2) + eps, -0.5) where others write
+    rsqrt, in f32, the weight optional."""
+
+    def __init__(self, with_scale):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(HIDDEN) + 0.5) if with_scale else None
+
+    def forward(self, h):
+        x = h.float()
+        y = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + 1e-6, -0.5)
+        if self.weight is not None:
+            y = y * self.weight.float()
+        return y.type_as(h)
+
+
+@pytest.mark.parametrize("with_scale", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_an_rms_norm_written_with_pow_minus_half_is_taken(with_scale, dtype):
+    model = PowRMSNorm(with_scale).to(dtype)
+    x = torch.randn(3, 7, HIDDEN).to(dtype)
+    with torch.no_grad():
+        report = fff.torch.explain(model, x, print_report=False)
+        assert dict(report.taken) == {"rms_norm": 1}, str(report)
+        torch._dynamo.reset()
+        actual, expected = torch.compile(model, backend="fff")(x), model(x)
+    torch._dynamo.reset()
+    error = ((actual.double() - expected.double()).norm() / expected.double().norm()).item()
+    assert actual.dtype == dtype and error < (1e-5 if dtype == torch.float32 else 1e-2)

@@ -117,7 +117,17 @@ def _adds_alike(node):
 
 def _has_norm(nodes):
     names = {op_name(n) for n in nodes}
-    return bool(names & _NORMS) or (bool(names & {"mean", "var", "var_mean"}) and bool(names & {"rsqrt", "sqrt"}))
+    return bool(names & _NORMS) or (bool(names & {"mean", "var", "var_mean"}) and any(map(_is_root, nodes)))
+
+
+def _is_root(node):
+    """rsqrt or sqrt, or pow by -0.5 or 0.5 (Gemma 3n's pow(mean(x^2) +
+    eps, -0.5))."""
+    name = op_name(node)
+    if name in ("rsqrt", "sqrt"):
+        return True
+    exponent = node.args[1] if name == "pow" and len(node.args) > 1 else node.kwargs.get("exponent")
+    return name == "pow" and isinstance(exponent, float) and exponent in (-0.5, 0.5)
 
 
 def _connected_parts(partition):

@@ -5,7 +5,7 @@
 // RMSNorm and LayerNorm, in the forms frontends write them: the mean as a
 // sum divided by N or times 1/N; the variance centred or as E[x^2] - E[x]^2,
 // clamped at zero or not; the inverse standard deviation as rsqrt, 1/sqrt,
-// or a division by sqrt; gamma and beta anywhere in the product and sum.
+// pow(v, -0.5), or a division by sqrt; gamma and beta anywhere in the product and sum.
 // The norm's input and parameters are whatever tensors those reads come
 // from: block arguments, or the results of elementwise ops (a residual add,
 // a bias add, an upcast), which stay in place for fusion to take. Roots are

@@ -233,15 +233,22 @@ Term *TermBuilder::fromBody(linalg::GenericOp op, Value value,
       .Case<math::FPowIOp, math::PowFOp>([&](Operation *pow) -> Term * {
         // x^n for a small whole n, as a product: torch's x.pow(2) in a
         // norm, and x^1 and rstd^3 in the decomposed RMSNorm backward.
+        // x^-0.5 and x^0.5 are rsqrt(x) and sqrt(x) (Gemma 3n's
+        // pow(mean(x^2) + eps, -0.5)).
         APInt intExponent;
         FloatAttr floatExponent;
         int64_t exponent = 0;
         if (matchPattern(pow->getOperand(1), m_ConstantInt(&intExponent)))
           exponent = intExponent.getSExtValue();
-        else if (matchPattern(pow->getOperand(1), m_Constant(&floatExponent)) &&
-                 floatExponent.getValueAsDouble() ==
-                     std::trunc(floatExponent.getValueAsDouble()))
-          exponent = int64_t(floatExponent.getValueAsDouble());
+        else if (matchPattern(pow->getOperand(1), m_Constant(&floatExponent))) {
+          double value = floatExponent.getValueAsDouble();
+          if (value == -0.5)
+            return make(Kind::Rsqrt, {sub(0)});
+          if (value == 0.5)
+            return make(Kind::Sqrt, {sub(0)});
+          if (value == std::trunc(value))
+            exponent = int64_t(value);
+        }
         if (exponent < 1 || exponent > kMaxPowExponent)
           return nullptr;
         Term *base = sub(0);

@@ -664,3 +664,76 @@ func.func @flax_statistics_together(%x: tensor<?x48xf32>, %scale: tensor<48xf32>
   } -> tensor<?x48xf32>
   return %y : tensor<?x48xf32>
 }
+
+// -----
+
+// Gemma 3n's RMSNorm: x * pow(mean(x^2) + eps, -0.5), pow by -0.5 being
+// rsqrt; pow by -0.25 is no norm and stays.
+// CHECK-LABEL: func @rms_norm_by_pow_minus_half
+// CHECK:         %[[Y:.*]] = fff.rms_norm %arg0 scale(%arg1 : tensor<64xf32>) {epsilon = 9.99999997E-7 : f32} : tensor<?x64xf32>
+// CHECK:         return %[[Y]]
+// CHECK-LABEL: func @pow_minus_quarter
+// CHECK-NOT:     fff.rms_norm
+// CHECK:         math.powf
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#keep = affine_map<(d0, d1) -> (d0, 0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @rms_norm_by_pow_minus_half(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x64xf32>
+  %e = tensor.empty(%n) : tensor<?x64xf32>
+  %e1 = tensor.empty(%n) : tensor<?x1xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<?x1xf32>) -> tensor<?x1xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x64xf32>) outs(%init : tensor<?x1xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %two = arith.constant 2.0 : f32
+    %sq = math.powf %v, %two : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #keep, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %ss, %w : tensor<?x64xf32>, tensor<?x1xf32>, tensor<64xf32>) outs(%e : tensor<?x64xf32>) {
+  ^bb0(%v: f32, %s: f32, %wv: f32, %out: f32):
+    %cnt = arith.constant 64.0 : f32
+    %eps = arith.constant 1.0e-6 : f32
+    %half = arith.constant -0.5 : f32
+    %ms = arith.divf %s, %cnt : f32
+    %a = arith.addf %ms, %eps : f32
+    %r = math.powf %a, %half : f32
+    %t = arith.mulf %v, %r : f32
+    %o = arith.mulf %t, %wv : f32
+    linalg.yield %o : f32
+  } -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+func.func @pow_minus_quarter(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x64xf32>
+  %e = tensor.empty(%n) : tensor<?x64xf32>
+  %e1 = tensor.empty(%n) : tensor<?x1xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e1 : tensor<?x1xf32>) -> tensor<?x1xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x64xf32>) outs(%init : tensor<?x1xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #keep, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %ss, %w : tensor<?x64xf32>, tensor<?x1xf32>, tensor<64xf32>) outs(%e : tensor<?x64xf32>) {
+  ^bb0(%v: f32, %s: f32, %wv: f32, %out: f32):
+    %cnt = arith.constant 64.0 : f32
+    %eps = arith.constant 1.0e-6 : f32
+    %quarter = arith.constant -0.25 : f32
+    %ms = arith.divf %s, %cnt : f32
+    %a = arith.addf %ms, %eps : f32
+    %r = math.powf %a, %quarter : f32
+    %t = arith.mulf %v, %r : f32
+    %o = arith.mulf %t, %wv : f32
+    linalg.yield %o : f32
+  } -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

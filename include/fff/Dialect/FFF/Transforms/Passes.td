@@ -24,7 +24,7 @@ def RaiseNorms : Pass<"fff-raise-norms"> {
       `sum(x*x)/N - mean^2`.
 
     A mean may be a division by N or a multiplication by 1/N; `rsqrt(v)`
-    may be `1/sqrt(v)`. N must be the static product of the reduced dims
+    may be `1/sqrt(v)` or `pow(v, -0.5)`. N must be the static product of the reduced dims
     (unbiased variance does not match), eps must sit inside the square
     root, and the reduced dims must be the trailing ones. Intermediates
     with other uses stay in place, so those uses keep their values.
