@@ -548,6 +548,8 @@ bool Decoder::decodeSelp() {
 }
 
 bool Decoder::decodePrmt() {
+  if (modifiers.takeOneOf({"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"}) >= 0)
+    return fail(quoted() + " is not supported: only prmt's default mode is");
   std::optional<ScalarType> type = takeType();
   if (!type)
     return false;

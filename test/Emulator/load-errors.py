@@ -70,6 +70,12 @@ expect(kernel(".local .b32 x;"), CUDA_ERROR_INVALID_PTX, PTX + "line 8: unsuppor
        "local memory")
 expect(kernel("add.s32 %r1, %r2;"), CUDA_ERROR_INVALID_PTX, PTX + "line 8: 'add.s32' takes 3 operands, not 2",
        "operand count")
+expect(kernel("prmt.b16 %r1, %r2, %r3, %r4;"), CUDA_ERROR_INVALID_PTX, PTX + "line 8: 'prmt.b16' takes .b32 only",
+       "prmt of another width")
+expect(kernel("prmt.b32.f4e %r1, %r2, %r3, %r4;"), CUDA_ERROR_INVALID_PTX,
+       PTX + "line 8: 'prmt.b32.f4e' is not supported: only prmt's default mode is", "prmt's other modes")
+expect(kernel("prmt.b32 %r1, %r2, %r3;"), CUDA_ERROR_INVALID_PTX,
+       PTX + "line 8: 'prmt.b32' takes 4 operands, not 3", "prmt's operand count")
 expect(kernel("shfl.bfly.b32 %r1, %r2, 1, 31;"), CUDA_ERROR_INVALID_PTX,
        PTX + "line 8: 'shfl.bfly.b32' is not supported: only shfl.sync is", "shfl without .sync")
 expect(kernel("ld.b32 %r1, [%rd1];"), CUDA_ERROR_INVALID_PTX,
