@@ -123,6 +123,14 @@ def make_norm(kind, hidden, dtype):
     return Residual(norm) if options.residual and not options.dropout else norm
 
 
+def compiled(module, name):
+    """`module` as the column `name` runs it: Inductor's, fff's ("fff",
+    "fff unfused"), or as it is (eager, float64)."""
+    if name == "inductor":
+        return torch.compile(module)
+    return torch.compile(module, backend="fff") if name.startswith("fff") else module
+
+
 def norm_case(kind, rows, hidden, dtype, bandwidth):
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
@@ -131,8 +139,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     for name in ("eager", "inductor", "fff", "float64"):
         norm = make_norm(kind, hidden, dtype if name != "float64" else torch.float64)
         torch._dynamo.reset()
-        run = torch.compile(norm) if name == "inductor" else torch.compile(norm, backend="fff") if name == "fff" \
-            else norm
+        run = compiled(norm, name)
         leaf = x.detach().double().requires_grad_() if name == "float64" else x
 
         def step(run=run, norm=norm, leaf=leaf):
@@ -197,8 +204,7 @@ def dropout_case(kind, rows, hidden, dtype, bandwidth):
     for name in ("eager", "inductor", "fff", "fff unfused"):
         module = DroppedResidual(make_norm(kind, hidden, dtype)).train()
         torch._dynamo.reset()
-        run = module if name == "eager" else torch.compile(module) if name == "inductor" else \
-            torch.compile(module, backend="fff")
+        run = compiled(module, name)
 
         def step(run=run, module=module):
             x.grad = None
@@ -255,8 +261,7 @@ def model_case(make, batch, length):
         model = copy.deepcopy(initial)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         torch._dynamo.reset()
-        run = model if name == "eager" else torch.compile(model) if name == "inductor" else \
-            torch.compile(model, backend="fff")
+        run = compiled(model, name)
 
         def step(run=run, optimizer=optimizer):
             loss = run(input_ids=ids, labels=ids).loss

@@ -155,9 +155,12 @@ def fuse_dropout_masks(graph):
     returns how many it fused."""
     ops, fused = _backward_ops(), 0
     for call in list(graph.nodes):
-        if call.op != "call_function" or call.target not in ops or _keywords(call).get("dy_keep") is not None:
+        if call.op != "call_function" or call.target not in ops:
             continue
-        dy = _keywords(call)["dy"]
+        arguments = _keywords(call)
+        dy = arguments["dy"]
+        if arguments.get("dy_keep") is not None:
+            continue
         found = _masked(dy) if isinstance(dy, torch.fx.Node) else None
         if found is None or not _prepared(call, found[2]):
             continue

@@ -200,18 +200,11 @@ class _Executable:
         """The backward functions that take a keep mask after the weight and
         compute with dy * (keep ? dy_scale : 0); raises Unsupported where
         fff does not compile or check them."""
-        with _LOCK:
-            if dy_scale not in self.masked:
-                try:
-                    exe = self._compiled(dy_scale)
-                    self._check_masked(exe, dy_scale)
-                    self.masked[dy_scale] = exe
-                except Unsupported as refusal:
-                    self.masked[dy_scale] = refusal
-            found = self.masked[dy_scale]
-        if isinstance(found, Unsupported):
-            raise found
-        return found
+        def checked():
+            exe = self._compiled(dy_scale)
+            self._check_masked(exe, dy_scale)
+            return exe
+        return _cached(self.masked, dy_scale, checked)
 
     def rows(self, t):
         return t.reshape(-1, *self.shape)
@@ -320,13 +313,19 @@ def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps, placeme
     if dtype not in _MLIR:
         raise Unsupported(f"fff's norms take f32, f16 and bf16, not {dtype}")
     key = (kind, dtype, tuple(normalized_shape), has_weight, has_bias, float(eps), placement)
+    return _cached(_EXECUTABLES, key, lambda: _Executable(*key))
+
+
+def _cached(table, key, make):
+    """table[key], made by `make` on first use; a refusal (Unsupported) is
+    kept too, and raised again on every use."""
     with _LOCK:
-        if key not in _EXECUTABLES:
+        if key not in table:
             try:
-                _EXECUTABLES[key] = _Executable(*key)
+                table[key] = make()
             except Unsupported as refusal:
-                _EXECUTABLES[key] = refusal
-        found = _EXECUTABLES[key]
+                table[key] = refusal
+        found = table[key]
     if isinstance(found, Unsupported):
         raise found
     return found
