@@ -29,6 +29,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -37,6 +38,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 using namespace mlir;
 using llvm::Error;
@@ -101,8 +103,41 @@ static cl::opt<unsigned>
            cl::desc("After one warm-up call, call the function N more times "
                     "and print the median time per call"),
            cl::value_desc("N"), cl::init(0));
+static cl::opt<bool> perfMap(
+    "perf-map",
+    cl::desc("Write /tmp/perf-<pid>.map, which names the compiled functions "
+             "(the outlined parallel loop bodies included) for `perf report`"),
+    cl::init(false));
 
 namespace {
+
+/// Writes perf's symbol map of a JIT (/tmp/perf-<pid>.map: start, size and
+/// name per line) for the functions `names` of `engine`. The JIT does not
+/// say how long a function is: each is taken to run to the next one's
+/// start, the last one for 64 KiB.
+Error writePerfMap(ExecutionEngine &engine, ArrayRef<std::string> names) {
+  std::vector<std::pair<uint64_t, std::string>> starts;
+  for (const std::string &name : names) {
+    Expected<void *> address = engine.lookup(name);
+    if (!address) {
+      llvm::consumeError(address.takeError()); // inlined away
+      continue;
+    }
+    starts.push_back({reinterpret_cast<uint64_t>(*address), name});
+  }
+  llvm::sort(starts);
+  std::string path = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error);
+  if (error)
+    return llvm::createStringError(error, "cannot write " + path);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    uint64_t end = i + 1 < starts.size() ? starts[i + 1].first : starts[i].first + (64 << 10);
+    os << llvm::format_hex_no_prefix(starts[i].first, 1) << " "
+       << llvm::format_hex_no_prefix(end - starts[i].first, 1) << " " << starts[i].second << "\n";
+  }
+  return Error::success();
+}
 
 /// The .npy dtype that carries a tensor element type, or "" if none does.
 std::string npyDtypeFor(Type type) {
@@ -349,6 +384,15 @@ Error run() {
     return symbols;
   });
   (*engine)->initialize();
+  if (perfMap) {
+    SmallVector<std::string> names;
+    module->walk([&](LLVM::LLVMFuncOp f) {
+      if (!f.isExternal())
+        names.push_back(f.getName().str());
+    });
+    if (Error error = writePerfMap(**engine, names))
+      return error;
+  }
   auto entry = (*engine)->lookupPacked("_mlir_ciface_" + entryName);
   if (!entry)
     return entry.takeError();
