@@ -131,6 +131,7 @@ Error writePerfMap(ExecutionEngine &engine, ArrayRef<std::string> names) {
   llvm::raw_fd_ostream os(path, error);
   if (error)
     return llvm::createStringError(error, "cannot write " + path);
+  llvm::errs() << "fff-run: wrote " << path << "\n";
   for (size_t i = 0; i < starts.size(); ++i) {
     uint64_t end = i + 1 < starts.size() ? starts[i + 1].first : starts[i].first + (64 << 10);
     os << llvm::format_hex_no_prefix(starts[i].first, 1) << " "
