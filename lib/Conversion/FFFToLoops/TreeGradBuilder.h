@@ -4,8 +4,8 @@
 // why): the walk, threaded over rows; a counting sort of the visits by
 // node; and the weights' sums, threaded over column slabs. The scalar
 // lowering (convert-fff-to-loops) is this class as it is; the vector one
-// (convert-fff-trees-to-vector) overrides the loops that do the arithmetic
-// (dot, addScaledRow, accumulateSlab) and keeps the rest, so the two walk,
+// (convert-fff-trees-to-vector) overrides the walk (the forward kernel's,
+// TreeGradsToVector.cpp) and the slab sums, and keeps the rest, so the two
 // group and order the sums alike.
 //
 //===----------------------------------------------------------------------===//
@@ -44,15 +44,21 @@ public:
   SmallVector<Value> build();
 
 protected:
+  /// Phase 1: every row's walk of every tree, recorded in the visit buffers;
+  /// returns dx's f32 rows. Here a row at a time, threaded over rows.
+  virtual Value walk();
+
+  /// Allocates the visit buffers (into `s`) and returns dx's f32 rows.
+  Value allocWalkBuffers();
+
   /// sum over j in [0, n) of lhs[lhsAt..., j] * rhs[rhsAt..., j], in f32
   /// (the walk's two dot products per visit).
-  virtual Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs,
-                    ValueRange rhsAt);
+  Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs, ValueRange rhsAt);
 
   /// acc[row, j] += scale * source[sourceAt..., j] for j in [0, n), acc f32
   /// (the walk's dx update).
-  virtual void addScaledRow(Value acc, Value row, Value scale, Value source,
-                            ValueRange sourceAt, Value n);
+  void addScaledRow(Value acc, Value row, Value scale, Value source,
+                    ValueRange sourceAt, Value n);
 
   /// For every node, grad[tree, node, j] (f32) = the sum over its visits,
   /// in row order, of scale[visit] * source[row, j], for the columns j of
@@ -93,7 +99,6 @@ protected:
   TreeGradState s;
 
 private:
-  Value walk();
   void walkTree(Value row, Value tree, Value dx);
   void group();
   std::pair<Value, Value> accumulateWeights();

@@ -84,15 +84,19 @@ SmallVector<Value> TreeGradBuilder::build() {
   return results;
 }
 
-/// Phase 1: the walks, into the visit buffers; returns dx's f32 rows.
-Value TreeGradBuilder::walk() {
+Value TreeGradBuilder::allocWalkBuffers() {
   Value visits = mul(mul(s.rows, s.trees), s.levels);
   s.visitedNode = lb.allocVector(b.getIndexType(), visits);
   s.visitSlope = lb.allocVector(b.getF32Type(), visits);
   s.visitActivation = lb.allocVector(b.getF32Type(), visits);
-  Value dx = lb.allocMatrix(op.getGradInput().getType(), b.getF32Type(), s.rows,
-                            s.inWidth);
+  return lb.allocMatrix(op.getGradInput().getType(), b.getF32Type(), s.rows,
+                        s.inWidth);
+}
+
+Value TreeGradBuilder::walk() {
+  Value dx = allocWalkBuffers();
   Value zero = f32Constant(b, 0.0);
+  Value visits = mul(mul(s.rows, s.trees), s.levels);
   Value work = mul(visits, add(s.inWidth, mul(s.outWidth, lb.index(2))));
   buildRowLoop(b, s.rows, work, kMinParallelTreeWork, strategy(),
                [&](Value row) {

@@ -4,13 +4,25 @@
 // of the scalar lowering (TreeGradBuilder, FFFToLoops/TreeGradsToLoops.cpp),
 // with vector code where the arithmetic is:
 //
-// - the walk: each visit's two dot products (x . w_in, dy . w_out) into
-//   several f32 vector accumulators (dot), and the dx row's update a vector
-//   at a time (addScaledRow);
-// - the weights' sums: a slab is `kSlabVectors` vectors of columns, held in
-//   registers while a node's visits are added into them (a multiply-add of
-//   the visit's scale and a vector of its x or dy row each), then stored
-//   once; the scalar loops load and store the slab's gradient per visit.
+// - the walk: the forward kernel's (TreesToVector.cpp, with its
+//   CPUTreeStrategy): tokens walk in groups whose logits' dot products are
+//   interleaved, the top levels in token order, the levels below the
+//   strategy's sort level regrouped by the node each token reached there,
+//   so that a subtree's weights stay in the core's cache while its tokens
+//   walk it. Each logit is summed as the forward sums it, so the backward
+//   takes the forward's paths bit for bit. Then a group's visits: dl =
+//   dot(dy, w_out[node]) * act'(l) per level (independent of one another,
+//   unlike the logits' chain; interleaved across the group's tokens), and
+//   each token's dx row, held in registers while its levels' scaled w_in
+//   rows are added in level order;
+// - the weights' sums: every row's columns of a slab are packed into a
+//   buffer of the slab's own, which stays in the core's cache across the
+//   levels (read in place, each piece of a row drags its neighbours, other
+//   slabs' columns, into the cache with it); a slab is `kSlabVectors`
+//   vectors of columns, held in registers while a node's visits are added
+//   into them (a multiply-add of the visit's scale and a vector of its
+//   packed row each), then stored once; the scalar loops load and store
+//   the slab's gradient per visit.
 //
 // Each gradient element is still the sum of its node's visits in row order,
 // so the thread count changes no bit of the result.
@@ -20,9 +32,11 @@
 #include "fff/Conversion/FFFToVector/FFFToVector.h"
 
 #include "../FFFToLoops/TreeGradBuilder.h"
+#include "TokenEmitter.h"
 #include "VectorEmitter.h"
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
+#include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -43,10 +57,167 @@ class VectorTreeGradBuilder : public TreeGradBuilder {
 public:
   VectorTreeGradBuilder(ImplicitLocOpBuilder &b, TreeFFNGradOp op,
                         TreeFFNGradOp::Adaptor adaptor,
-                        const CPUVectorShape &shape)
-      : TreeGradBuilder(b, op, adaptor), shape(shape), emit(b, shape) {}
+                        const CPUVectorShape &shape,
+                        const CPUTreeStrategy &walkStrategy)
+      : TreeGradBuilder(b, op, adaptor), shape(shape), emit(b, shape),
+        walkStrategy(walkStrategy) {}
 
 protected:
+  Value walk() override {
+    Value dx = allocWalkBuffers();
+    TokenEmitter tokens(b, walkStrategy);
+    int64_t levels = op.getDepth() + 1;
+    int64_t sortLevel = walkStrategy.sortLevel;
+    Value nodes, order;
+    if (sortLevel > 0) {
+      nodes = tokens.allocIndices(s.rows);
+      order = tokens.allocIndices(s.rows);
+    }
+    bool singleTree = op.getWIn().getType().getDimSize(0) == 1;
+    Value zero = emit.f32(0.0);
+    tokens.loop(lb.index(0), s.trees, [&](Value tree) {
+      auto visitAt = [&](Value row, Value level) {
+        return add(firstVisit(row, tree), level);
+      };
+      // One level of the walks of tokens `walkRows`, at `walkNodes`: each
+      // visit's node and logit are recorded (the logit where its activation
+      // goes, until `differentiate` puts it there).
+      auto route = [&](ValueRange walkRows, Value level, ValueRange at) {
+        SmallVector<SmallVector<Value>> weightRows;
+        for (Value node : at)
+          weightRows.push_back({tree, node});
+        SmallVector<Value> logits =
+            tokens.dotEach(s.x, walkRows, s.wIn, weightRows, s.inWidth);
+        SmallVector<Value> children;
+        for (auto [row, node, logit] : llvm::zip(walkRows, at, logits)) {
+          if (s.bIn)
+            logit = arith::AddFOp::create(
+                b, logit, tokens.loadScalar(s.bIn, {tree, node}));
+          Value visit = visitAt(row, level);
+          memref::StoreOp::create(b, node, s.visitedNode, visit);
+          memref::StoreOp::create(b, logit, s.visitActivation, visit);
+          // Exactly zero goes left, as in the forward.
+          Value goRight =
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+          children.push_back(tokens.child(node, goRight));
+        }
+        return children;
+      };
+      auto walkLevels = [&](ValueRange walkRows, ValueRange starts,
+                            int64_t from, int64_t to) {
+        return tokens.walkEach(starts, from, to,
+                               [&](Value level, ValueRange at) {
+                                 return route(walkRows, level, at);
+                               });
+      };
+      // Walked tokens' visits: act(l) and dl, their dot products
+      // interleaved across the tokens.
+      auto differentiate = [&](ValueRange walkRows) {
+        tokens.loop(lb.index(0), lb.index(levels), [&](Value level) {
+          SmallVector<Value> visits, logits;
+          SmallVector<SmallVector<Value>> weightRows;
+          for (Value row : walkRows) {
+            visits.push_back(visitAt(row, level));
+            weightRows.push_back({tree, memref::LoadOp::create(b, s.visitedNode,
+                                                               visits.back())});
+            logits.push_back(
+                memref::LoadOp::create(b, s.visitActivation, visits.back()));
+          }
+          SmallVector<Value> dots =
+              tokens.dotEach(s.dy, walkRows, s.wOut, weightRows, s.outWidth);
+          for (auto [visit, logit, dot] : llvm::zip(visits, logits, dots)) {
+            Value slope =
+                buildActivationSlope(b, b.getLoc(), op.getActivation(), logit);
+            memref::StoreOp::create(b, arith::MulFOp::create(b, dot, slope),
+                                    s.visitSlope, visit);
+            memref::StoreOp::create(
+                b, buildActivation(b, b.getLoc(), op.getActivation(), logit),
+                s.visitActivation, visit);
+          }
+        });
+      };
+      // A differentiated token's dx row.
+      auto addInputGrad = [&](Value row) {
+        TokenEmitter::ScaledRows terms{
+            lb.index(0), lb.index(levels), /*sharedRows=*/false,
+            [&](int64_t, Value level) {
+              Value visit = visitAt(row, level);
+              return std::make_pair(
+                  Value(memref::LoadOp::create(b, s.visitSlope, visit)),
+                  SmallVector<Value>{
+                      tree, memref::LoadOp::create(b, s.visitedNode, visit)});
+            }};
+        auto fromZero = [&](Value, Value) { return tokens.zeros(); };
+        if (singleTree)
+          return tokens.addScaledRows(dx, row, s.wIn, s.inWidth, terms,
+                                      fromZero);
+        // dx sums the trees in order: the first starts it.
+        Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tree,
+                                              lb.index(0));
+        scf::IfOp::create(
+            b, isFirst,
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              tokens.addScaledRows(dx, row, s.wIn, s.inWidth, terms, fromZero);
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              tokens.addScaledRows(dx, row, s.wIn, s.inWidth, terms);
+              scf::YieldOp::create(b);
+            });
+      };
+      // Multiply-adds per token: `walked` levels' logits, and the
+      // gradient's two row operations per level.
+      auto workOf = [&](int64_t walked, bool differentiated) -> Value {
+        Value work = mul(s.inWidth, lb.index(walked));
+        if (differentiated)
+          work = add(work, mul(add(s.inWidth, s.outWidth), lb.index(levels)));
+        return work;
+      };
+      auto roots = [&](ValueRange walkRows) {
+        return SmallVector<Value>(walkRows.size(), lb.index(0));
+      };
+      if (sortLevel == 0) {
+        tokens.forEachTokenGroup(
+            s.rows, workOf(levels, true), [&](ValueRange walkRows) {
+              walkLevels(walkRows, roots(walkRows), 0, levels);
+              differentiate(walkRows);
+              tokens.inTurn(walkRows, addInputGrad);
+            });
+        return;
+      }
+      tokens.forEachTokenGroup(
+          s.rows, workOf(sortLevel, false), [&](ValueRange walkRows) {
+            SmallVector<Value> reached =
+                walkLevels(walkRows, roots(walkRows), 0, sortLevel);
+            for (auto [row, node] : llvm::zip(walkRows, reached))
+              memref::StoreOp::create(b, node, nodes, row);
+          });
+      Value firstNode = lb.index((int64_t(1) << sortLevel) - 1);
+      tokens.sortTokens(
+          order, s.rows, int64_t(1) << sortLevel, [&](Value token) -> Value {
+            return arith::SubIOp::create(
+                b, memref::LoadOp::create(b, nodes, token), firstNode);
+          });
+      tokens.forEachTokenGroup(
+          s.rows, workOf(levels - sortLevel, true), [&](ValueRange positions) {
+            SmallVector<Value> walkRows, starts;
+            for (Value position : positions) {
+              walkRows.push_back(memref::LoadOp::create(b, order, position));
+              starts.push_back(
+                  memref::LoadOp::create(b, nodes, walkRows.back()));
+            }
+            walkLevels(walkRows, starts, sortLevel, levels);
+            differentiate(walkRows);
+            tokens.inTurn(positions, [&](Value position) {
+              addInputGrad(memref::LoadOp::create(b, order, position));
+            });
+          });
+    });
+    return dx;
+  }
+
   int64_t slabColumns() const override { return shape.lanes * kSlabVectors; }
 
   DictionaryAttr strategy() const override {
@@ -59,20 +230,6 @@ protected:
     return b.getDictionaryAttr(attrs);
   }
 
-  void addScaledRow(Value acc, Value row, Value scale, Value source,
-                    ValueRange sourceAt, Value n) override {
-    Value lanes = emit.splat(scale);
-    auto update = [&](Value j, Value mask) {
-      SmallVector<Value> at(sourceAt);
-      at.push_back(j);
-      Value sum = vector::FMAOp::create(b, lanes, emit.load(source, at, mask),
-                                        emit.load(acc, {row, j}, mask));
-      emit.store(sum, acc, {row, j}, mask);
-    };
-    emit.forEachStep(
-        n, shape.lanes, [&](Value j) { update(j, Value()); }, update);
-  }
-
   void accumulateSlab(Value grad, Value source, Value scale, Value width,
                       Value slab) override {
     Value first = mul(slab, lb.index(slabColumns()));
@@ -83,6 +240,22 @@ protected:
       // stored; create_mask clamps to [0, lanes].
       masks.push_back(emit.tailMask(width, columns.back()));
     }
+    // Every row's columns of the slab, widened to f32, packed: each row is
+    // read once per level (by its visit's node), and packed the slab's
+    // rows stay in the core's cache across the levels, where read in place
+    // each of its cache lines is a piece of a longer row whose neighbours
+    // the hardware fetches too.
+    SmallVector<Value> packedColumns;
+    for (int64_t v = 0; v < kSlabVectors; ++v)
+      packedColumns.push_back(lb.index(v * shape.lanes));
+    Value packed = emit.alloc(
+        MemRefType::get({ShapedType::kDynamic, slabColumns()}, b.getF32Type()),
+        s.rows);
+    lb.loop(s.rows, [&](Value row) {
+      for (int64_t v = 0; v < kSlabVectors; ++v)
+        emit.store(emit.load(source, {row, columns[v]}, masks[v]), packed,
+                   {row, packedColumns[v]}, Value());
+    });
     SmallVector<Value> zeros(kSlabVectors, emit.zeros());
     lb.loop(s.trees, [&](Value tree) {
       lb.loop(s.nodes, [&](Value node) {
@@ -93,8 +266,8 @@ protected:
               // the slab of a row a few visits ahead hides the wait for it
               // behind this one's multiply-adds.
               Value ahead = memberRowAhead(member, kPrefetchVisits);
-              for (Value column : columns)
-                memref::PrefetchOp::create(b, source, ValueRange{ahead, column},
+              for (Value column : packedColumns)
+                memref::PrefetchOp::create(b, packed, ValueRange{ahead, column},
                                            /*isWrite=*/false,
                                            /*localityHint=*/3,
                                            /*isDataCache=*/true);
@@ -103,7 +276,8 @@ protected:
               SmallVector<Value> next;
               for (int64_t v = 0; v < kSlabVectors; ++v)
                 next.push_back(vector::FMAOp::create(
-                    b, factor, emit.load(source, {row, columns[v]}, masks[v]),
+                    b, factor,
+                    emit.load(packed, {row, packedColumns[v]}, Value()),
                     partial[v]));
               return next;
             });
@@ -113,29 +287,17 @@ protected:
     });
   }
 
-  Value dot(Value n, Value lhs, ValueRange lhsAt, Value rhs,
-            ValueRange rhsAt) override {
-    auto at = [](ValueRange prefix, Value j) {
-      SmallVector<Value> indices(prefix);
-      indices.push_back(j);
-      return indices;
-    };
-    return emit.reduce(n, shape.accumulators,
-                       [&](Value j, Value partial, Value mask) -> Value {
-                         return vector::FMAOp::create(
-                             b, emit.load(lhs, at(lhsAt, j), mask),
-                             emit.load(rhs, at(rhsAt, j), mask), partial);
-                       });
-  }
-
 private:
   CPUVectorShape shape;
   VectorEmitter emit;
+  /// The walk's: the forward kernel's strategy for this layer.
+  CPUTreeStrategy walkStrategy;
 };
 
 struct TreeFFNGradToVector : OpConversionPattern<TreeFFNGradOp> {
-  TreeFFNGradToVector(MLIRContext *context, CPUTarget target)
-      : OpConversionPattern(context), target(target) {}
+  TreeFFNGradToVector(MLIRContext *context, CPUTarget target,
+                      int64_t cacheBytes)
+      : OpConversionPattern(context), target(target), cacheBytes(cacheBytes) {}
 
   LogicalResult
   matchAndRewrite(TreeFFNGradOp op, OpAdaptor adaptor,
@@ -146,17 +308,26 @@ struct TreeFFNGradToVector : OpConversionPattern<TreeFFNGradOp> {
     if (!ShapedType::isDynamic(inWidth))
       rowSize = inWidth;
     CPUVectorShape shape = selectCPUVectorShape(rowSize, target);
-    rewriter.replaceOp(op,
-                       VectorTreeGradBuilder(b, op, adaptor, shape).build());
+    int64_t outWidth = op.getGradOutput().getType().getDimSize(1);
+    std::optional<int64_t> nodeBytes;
+    if (rowSize && !ShapedType::isDynamic(outWidth))
+      nodeBytes = (*rowSize + outWidth) *
+                  (op.getInput().getType().getElementTypeBitWidth() / 8);
+    CPUTreeStrategy walkStrategy = selectCPUTreeStrategy(
+        op.getDepth() + 1, nodeBytes, rowSize, target, cacheBytes);
+    rewriter.replaceOp(
+        op, VectorTreeGradBuilder(b, op, adaptor, shape, walkStrategy).build());
     return success();
   }
 
   CPUTarget target;
+  int64_t cacheBytes;
 };
 
 } // namespace
 
 void fff::populateFFFTreeGradsToVectorPatterns(RewritePatternSet &patterns,
-                                               const CPUTarget &target) {
-  patterns.add<TreeFFNGradToVector>(patterns.getContext(), target);
+                                               const CPUTarget &target,
+                                               int64_t cacheBytes) {
+  patterns.add<TreeFFNGradToVector>(patterns.getContext(), target, cacheBytes);
 }

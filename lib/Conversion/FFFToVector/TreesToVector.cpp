@@ -621,5 +621,5 @@ void fff::populateFFFTreesToVectorPatterns(RewritePatternSet &patterns,
                                            int64_t cacheBytes) {
   patterns.add<TreeFFNToVector, LeafTreeFFNToVector>(
       patterns.getContext(), TreeOptions{target, cacheBytes});
-  populateFFFTreeGradsToVectorPatterns(patterns, target);
+  populateFFFTreeGradsToVectorPatterns(patterns, target, cacheBytes);
 }

@@ -262,19 +262,23 @@ func.func @not_epilogues(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: ten
 // -----
 
 // tree_ffn_grad: the scalar lowering's phases (TreeGradBuilder) with vector
-// code: the walk's dot products and dx update in vector FMAs, recorded as
-// `fff.strategy`; then, per column slab of 4 vectors (64 f32 columns), a
-// node's visits multiply-added into four vectors carried through the loop
-// over its visits, stored once.
+// code. Per tree, tokens walk in groups as in the forward (the strategy
+// recorded as `fff.strategy`, its sort level 0 for a tree this small), their
+// dl dot products and dx rows in vector FMAs. Then, per column slab of 4
+// vectors (64 f32 columns), every row's slab is packed into a buffer of its
+// own, and a node's visits are multiply-added from it into four vectors
+// carried through the loop over its visits, stored once.
 // CHECK-LABEL: func @tree_ffn_grad
-// CHECK:         scf.parallel
-// CHECK:           vector.maskedload {{.*}} : memref<?x8xbf16>, vector<16xi1>, vector<16xbf16> into vector<16xbf16>
-// CHECK:           vector.fma {{.*}} : vector<16xf32>
-// CHECK:           vector.maskedstore %{{.*}} : memref<?x8xf32>, vector<16xi1>, vector<16xf32>
-// CHECK:         } {fff.strategy = {{{.*}}lanes = 16 : i64, min_parallel_work = 524288 : i64, slab_columns = 64 : i64, vector_bits = 512 : i64}}
+// CHECK:         scf.for
+// CHECK:           scf.parallel
+// CHECK:             math.fma {{.*}} : vector<16xf32>
+// CHECK:             vector.maskedstore %{{.*}} : memref<?x8xf32>, vector<16xi1>, vector<16xf32>
+// CHECK:           } {fff.strategy = {{{.*}}sort_level = 0 : i64{{.*}}walk_tokens = 4 : i64}}
 // CHECK:         arith.ceildivui %{{.*}}, %c64
 // CHECK:         scf.parallel
+// CHECK:           %[[PACKED:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64xf32>
 // CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:             memref.prefetch %[[PACKED]]
 // CHECK-COUNT-4:     vector.fma {{.*}} : vector<16xf32>
 // CHECK:           }
 // CHECK-COUNT-4:   vector.maskedstore %{{.*}} : memref<2x3x8xf32>, vector<16xi1>, vector<16xf32>
@@ -283,4 +287,22 @@ func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tenso
   %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 1 : i64}
          : tensor<?x4xbf16>, tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>
   return %dx, %dwi, %dwo : tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>
+}
+
+// -----
+
+// A tree whose weights (255 nodes of 8 KiB) are more than half the 2 MiB
+// cache: its walk, as the forward's, regroups tokens by the node they
+// reached at level 1, with a counting sort between the two token loops.
+// CHECK-LABEL: func @tree_ffn_grad_regrouped
+// CHECK:         scf.parallel
+// CHECK:         } {fff.strategy = {{{.*}}sort_level = 1 : i64{{.*}}}
+// CHECK:         scf.for
+// CHECK:         scf.parallel
+// CHECK:         } {fff.strategy = {{{.*}}sort_level = 1 : i64{{.*}}}
+func.func @tree_ffn_grad_regrouped(%dy: tensor<?x1024xf32>, %x: tensor<?x1024xf32>, %wi: tensor<1x255x1024xf32>, %wo: tensor<1x255x1024xf32>)
+    -> (tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>) {
+  %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 7 : i64}
+         : tensor<?x1024xf32>, tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>
+  return %dx, %dwi, %dwo : tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>
 }

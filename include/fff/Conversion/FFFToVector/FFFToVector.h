@@ -34,9 +34,12 @@ void populateFFFTreesToVectorPatterns(mlir::RewritePatternSet &patterns,
                                       int64_t cacheBytes);
 
 /// The pattern lowering fff.tree_ffn_grad to loops of vector code over
-/// buffers, for `target` (part of populateFFFTreesToVectorPatterns).
+/// buffers, for `target`, its walk's strategy sized for `cacheBytes` (0:
+/// this host's) as the forward's is (part of
+/// populateFFFTreesToVectorPatterns).
 void populateFFFTreeGradsToVectorPatterns(mlir::RewritePatternSet &patterns,
-                                          const CPUTarget &target);
+                                          const CPUTarget &target,
+                                          int64_t cacheBytes);
 
 } // namespace fff
 
