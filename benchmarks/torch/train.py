@@ -8,7 +8,9 @@ torch.compile's default (Inductor), on the CPU, in one run, same threads.
 Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
 4096x4096 and 16384x1024, f32 and bf16: the forward + backward of
 `norm(x)` with a given dy, and the backward alone (a retained graph's
-backward, run again). Each backward's traffic (x, dy, dx, parameters and
+backward, run again with the gradients cleared first, as a training step
+runs it: not added into the last call's .grad, a pass over x's size that
+every column would pay alike). Each backward's traffic (x, dy, dx, parameters and
 their gradients) over its time is printed as GB/s, beside this machine's
 copy bandwidth (torch's clone of 256 MiB: read + write).
 
@@ -97,6 +99,15 @@ def copy_bandwidth():
     return 2 * source.numel() * 4 / ms / 1e6
 
 
+def backward_again(y, dy, x, module):
+    """The backward of y's retained graph, as a training step runs it: with
+    the gradients cleared first (set to None), so that what is timed is the
+    backward, not an accumulation into the previous call's .grad."""
+    x.grad = None
+    module.zero_grad()
+    y.backward(dy, retain_graph=True)
+
+
 def relative_error(actual, expected):
     return ((actual.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30)).item()
 
@@ -153,7 +164,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
             break
         y = run(x)
         steps[name] = step
-        backwards[name] = lambda y=y: y.backward(dy, retain_graph=True)
+        backwards[name] = lambda y=y, norm=norm: backward_again(y, dy, x, norm)
     fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards)
     # The largest relative error of dx, dweight, dbias from float64's.
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["float64"]))
@@ -218,7 +229,7 @@ def dropout_case(kind, rows, hidden, dtype, bandwidth):
             y = run(x)
             y.backward(dy, retain_graph=True)
         steps[name] = step
-        backwards[name] = lambda y=y: y.backward(dy, retain_graph=True)
+        backwards[name] = lambda y=y, module=module: backward_again(y, dy, x, module)
     fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards)
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["inductor"]))
               for name in ("fff", "fff unfused")}
