@@ -132,13 +132,16 @@ public:
   /// gives every extent (the dynamic ones are read from it). Buffers
   /// allocated here are freed by the buffer deallocation pipeline that runs
   /// after bufferization, which rejects explicit deallocations.
-  Value alloc(RankedTensorType resultType, Type elementType, ValueRange sizes) {
+  /// With `alignment`, the buffer starts on a multiple of it (bytes).
+  Value alloc(RankedTensorType resultType, Type elementType, ValueRange sizes,
+              std::optional<uint64_t> alignment = std::nullopt) {
     SmallVector<Value> dynamicSizes;
     for (auto [extent, size] : llvm::zip(resultType.getShape(), sizes))
       if (ShapedType::isDynamic(extent))
         dynamicSizes.push_back(size);
     return memref::AllocOp::create(
-        b, MemRefType::get(resultType.getShape(), elementType), dynamicSizes);
+        b, MemRefType::get(resultType.getShape(), elementType), dynamicSizes,
+        alignment ? b.getI64IntegerAttr(*alignment) : IntegerAttr());
   }
 
   Value allocMatrix(RankedTensorType resultType, Type elementType, Value rows,

@@ -19,6 +19,10 @@
 
 namespace fff::loops {
 
+/// The bytes dw_in's and dw_out's f32 buffers are aligned to: a cache line,
+/// so that rows of a whole number of lines can be stored a line at a time.
+constexpr uint64_t kGradAlignment = 64;
+
 /// The values the phases share.
 struct TreeGradState {
   Value dy, x, wIn, bIn, wOut;

@@ -106,8 +106,8 @@ func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3
 // CHECK:         %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         %[[MEMBERS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         memref.store %{{.*}}, %[[MEMBERS]]
-// CHECK:         %[[DWIN:.*]] = memref.alloc() : memref<2x3x8xf32>
-// CHECK:         %[[DWOUT:.*]] = memref.alloc() : memref<2x3x4xf32>
+// CHECK:         %[[DWIN:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3x8xf32>
+// CHECK:         %[[DWOUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3x4xf32>
 // CHECK:         arith.ceildivui %{{.*}}, %c64
 // CHECK:         scf.parallel
 // CHECK:           scf.if

@@ -267,7 +267,8 @@ func.func @not_epilogues(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: ten
 // dl dot products and dx rows in vector FMAs. Then, per column slab of 4
 // vectors (64 f32 columns), every row's slab is packed into a buffer of its
 // own, and a node's visits are multiply-added from it into four vectors
-// carried through the loop over its visits, stored once.
+// carried through the loop over its visits, stored once (masked: the rows
+// are narrower than a slab).
 // CHECK-LABEL: func @tree_ffn_grad
 // CHECK:         scf.for
 // CHECK:           scf.parallel
@@ -294,12 +295,16 @@ func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tenso
 // A tree whose weights (255 nodes of 8 KiB) are more than half the 2 MiB
 // cache: its walk, as the forward's, regroups tokens by the node they
 // reached at level 1, with a counting sort between the two token loops.
+// Its f32 weight gradients, rows of whole slabs, start on a cache line and
+// are stored a whole line at a time past the caches.
 // CHECK-LABEL: func @tree_ffn_grad_regrouped
 // CHECK:         scf.parallel
 // CHECK:         } {fff.strategy = {{{.*}}sort_level = 1 : i64{{.*}}}
 // CHECK:         scf.for
 // CHECK:         scf.parallel
 // CHECK:         } {fff.strategy = {{{.*}}sort_level = 1 : i64{{.*}}}
+// CHECK:         memref.alloc() {alignment = 64 : i64} : memref<1x255x1024xf32>
+// CHECK-COUNT-4: vector.store {{.*}} {alignment = 64 : i64, nontemporal = true} : memref<1x255x1024xf32>, vector<16xf32>
 func.func @tree_ffn_grad_regrouped(%dy: tensor<?x1024xf32>, %x: tensor<?x1024xf32>, %wi: tensor<1x255x1024xf32>, %wo: tensor<1x255x1024xf32>)
     -> (tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>) {
   %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 7 : i64}
