@@ -71,8 +71,11 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     rows of its own, then for each of its rows sums `g` and `g * xhat` (an
     `rms_norm_grad` without `rstd`: `x^2` and `g * x`) in vector
     accumulators, and in a second pass writes `dx` and adds the row's
-    `dy * xhat` and `dy` into its partials. The partial rows are then summed
-    in block order. No two threads write one location, and the parameter
+    `dy * xhat` and `dy` into its partials. A row's second pass runs inside
+    the loop of the next row's first, so that memory is read while the
+    second pass reads the cache (4096x768 f32 out of the caches: 2.30-2.40
+    ms, against 2.57-2.61 a pass at a time). The partial rows are then
+    summed in block order. No two threads write one location, and the parameter
     gradients have the same bits for any thread count.
 
     A fused unit is inlined first. When the norm's input is computed by an

@@ -3,10 +3,13 @@
 // A LayerNorm backward over rows of 768 f32. The rows fall into
 // max(1, min(rows, 64)) blocks of ceil(rows / blocks) rows, a function of the
 // shape alone; each block (threaded from 2^17 elements, the strategy
-// recorded on the loop) zeroes its partial dgamma and dbeta rows, then for
-// each of its rows sums g and g * xhat over the row, writes dx and adds the
-// row's dy * xhat and dy into its partials. The partial rows are then summed
-// in block order, a vector of columns at a time.
+// recorded on the loop) zeroes its partial dgamma and dbeta rows, then, if
+// it has rows, sums g and g * xhat over its first row. Its row loop carries
+// a row's sums (rstd, mean(g * xhat), mean(g), mean) and, in the loop that
+// sums the next row (the block's last row sums itself again), writes the
+// row's dx and adds its dy * xhat and dy into the partials: the passes are
+// pipelined. The partial rows are then summed in block order, a vector of
+// columns at a time.
 // CHECK-LABEL: func.func @layer_norm_grad
 // CHECK:         %[[FEWER:.*]] = arith.minui %[[ROWS:.*]], %c64
 // CHECK:         %[[BLOCKS:.*]] = arith.maxui %c1{{.*}}, %[[FEWER]]
@@ -16,14 +19,21 @@
 // CHECK:         scf.if
 // CHECK:           scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
 // CHECK:             %[[FIRST:.*]] = arith.muli %[[BLOCK]], %[[PER_BLOCK]]
+// CHECK:             %[[LAST:.*]] = arith.minui
 // CHECK:             vector.store %{{.*}}, %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
 // CHECK:             vector.store %{{.*}}, %[[DBETA_PARTS]][%[[BLOCK]], %{{.*}}]
-// CHECK:             scf.for %[[ROW:.*]] = %[[FIRST]] to
+// CHECK:             %[[ANY:.*]] = arith.cmpi ult, %[[FIRST]], %[[LAST]]
+// CHECK:             scf.if %[[ANY]] {
 // CHECK:               scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK:               vector.store %{{.*}}, %{{.*}}[%[[ROW]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
-// CHECK:               %[[PART:.*]] = vector.load %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
-// CHECK:               %[[SUM:.*]] = arith.addf %[[PART]], %{{.*}} : vector<16xf32>
-// CHECK:               vector.store %[[SUM]], %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:               scf.for %[[ROW:.*]] = %[[FIRST]] to %[[LAST]] step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:                 %[[NEXT:.*]] = arith.minui %{{.*}}, %{{.*}} : index
+// CHECK:                 memref.load %{{.*}}[%[[NEXT]]] : memref<?xf32>
+// CHECK:                 scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:                   vector.store %{{.*}}, %{{.*}}[%[[ROW]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK:                   %[[PART:.*]] = vector.load %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:                   %[[SUM:.*]] = arith.addf %[[PART]], %{{.*}} : vector<16xf32>
+// CHECK:                   vector.store %[[SUM]], %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:                   vector.load %{{.*}}[%[[NEXT]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
 // CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, row_blocks = 64 : i64, vector_bits = 512 : i64}}
 // CHECK:         } else {
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %[[BLOCKS]]
