@@ -10,7 +10,10 @@ Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
 `norm(x)` with a given dy, and the backward alone (a retained graph's
 backward, run again with the gradients cleared first, as a training step
 runs it: not added into the last call's .grad, a pass over x's size that
-every column would pay alike). Each backward's traffic (x, dy, dx, parameters and
+every column would pay alike), each call after the caches are flushed
+(--caches cold, the default: x was saved by the forward long before), or
+with its own tensors in them (warm), or after the column before it (order:
+each column's time then depends on what its neighbour left). Each backward's traffic (x, dy, dx, parameters and
 their gradients) over its time is printed as GB/s, beside this machine's
 copy bandwidth (torch's clone of 256 MiB: read + write).
 
@@ -60,6 +63,10 @@ parser.add_argument("--dropout", action="store_true", help="time h + dropout(nor
                     "mask fusion")
 parser.add_argument("--shapes", help="the norms' shapes, ROWSxHIDDEN,... (default: the three above)")
 parser.add_argument("--dtypes", default="float32,bfloat16", help="the norms' dtypes")
+parser.add_argument("--caches", choices=["cold", "warm", "order"], default="cold",
+                    help="what each timed backward alone finds in the caches: nothing of its tensors (cold, the "
+                         "default), its own tensors (warm: it runs once untimed first), or what the column timed "
+                         "before it left (order)")
 options = parser.parse_args()
 torch.set_num_threads(options.threads)
 # The backward alone is timed by running a retained graph's backward again,
@@ -77,19 +84,38 @@ def median_ms(fn):
     return interleaved_ms({"": fn})[""]
 
 
-def interleaved_ms(fns):
+def interleaved_ms(fns, caches="order"):
     """Median ms of each of `fns` (name: callable), timed round-robin, so
-    that the machine's changes of speed touch every one alike."""
+    that the machine's changes of speed touch every one alike. `caches`
+    says what each timed call finds in the caches: "order", whatever the
+    call before it left; "cold", nothing of its tensors (the caches are
+    flushed first); "warm", its own tensors (it runs once untimed first)."""
     for fn in fns.values():
         fn()
         fn()
     times = {name: [] for name in fns}
     for _ in range(REPEAT):
         for name, fn in fns.items():
+            if caches == "cold":
+                flush_caches()
+            elif caches == "warm":
+                fn()
             start = time.perf_counter()
             fn()
             times[name].append((time.perf_counter() - start) * 1e3)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+_FLUSH = None
+
+
+def flush_caches():
+    """Writes 512 MiB, twice this machine's last-level cache: what a call
+    reads next comes from memory."""
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = torch.zeros(512 << 20, dtype=torch.uint8)
+    _FLUSH.add_(1)
 
 
 def copy_bandwidth():
@@ -165,7 +191,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
         y = run(x)
         steps[name] = step
         backwards[name] = lambda y=y, norm=norm: backward_again(y, dy, x, norm)
-    fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards)
+    fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards, options.caches)
     # The largest relative error of dx, dweight, dbias from float64's.
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["float64"]))
               for name in ("eager", "fff")}
@@ -230,7 +256,7 @@ def dropout_case(kind, rows, hidden, dtype, bandwidth):
             y.backward(dy, retain_graph=True)
         steps[name] = step
         backwards[name] = lambda y=y, module=module: backward_again(y, dy, x, module)
-    fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards)
+    fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards, options.caches)
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["inductor"]))
               for name in ("fff", "fff unfused")}
     parameters = 2 if kind == "layer_norm" else 1
@@ -290,7 +316,8 @@ def model_case(make, batch, length):
           f"{error:.1e} |", flush=True)
 
 
-print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median ms, {REPEAT} calls after two warm-ups")
+print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median ms, {REPEAT} calls after two warm-ups; "
+      f"the backward alone timed with caches {options.caches}")
 if not options.models_only:
     bandwidth = copy_bandwidth()
     print(f"\ncopy bandwidth (torch clone of 256 MiB, read + write): {bandwidth:.1f} GB/s\n")
