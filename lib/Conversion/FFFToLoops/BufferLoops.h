@@ -174,7 +174,7 @@ public:
   Value finish(Value acc, RankedTensorType resultType, ValueRange sizes) {
     Value result = acc;
     Type elementType = resultType.getElementType();
-    if (!elementType.isF32()) {
+    if (elementType != cast<MemRefType>(acc.getType()).getElementType()) {
       result = alloc(resultType, elementType, sizes);
       loopNest(sizes, [&](ValueRange at) {
         Value value = memref::LoadOp::create(b, acc, at);

@@ -73,6 +73,11 @@ protected:
   /// Columns of dw_in or dw_out per slab.
   virtual int64_t slabColumns() const;
 
+  /// Whether accumulateSlab sums in f32 registers and stores each sum
+  /// once, so that dw_in and dw_out can have the weights' element type
+  /// (rounded as stored); else they are f32, rounded in a pass after.
+  virtual bool storesSlabSumsOnce() const { return false; }
+
   /// Recorded as `fff.strategy` on the threaded loops (null: nothing).
   virtual DictionaryAttr strategy() const { return {}; }
 

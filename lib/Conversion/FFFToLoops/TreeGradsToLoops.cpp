@@ -197,13 +197,20 @@ void TreeGradBuilder::group() {
   });
 }
 
-/// Phase 3: dw_in and dw_out, in f32, shaped like the weights, each on a
-/// cache line (kGradAlignment).
+/// Phase 3: dw_in and dw_out, in f32 (or their own element type, see
+/// storesSlabSumsOnce), shaped like the weights, each on a cache line
+/// (kGradAlignment).
 std::pair<Value, Value> TreeGradBuilder::accumulateWeights() {
-  Value dwIn = lb.alloc(op.getGradWIn().getType(), b.getF32Type(),
+  auto element = [&](Value result) {
+    return storesSlabSumsOnce()
+               ? cast<RankedTensorType>(result.getType()).getElementType()
+               : Type(b.getF32Type());
+  };
+  Value dwIn = lb.alloc(op.getGradWIn().getType(), element(op.getGradWIn()),
                         {s.trees, s.nodes, s.inWidth}, kGradAlignment);
-  Value dwOut = lb.alloc(op.getGradWOut().getType(), b.getF32Type(),
-                         {s.trees, s.nodes, s.outWidth}, kGradAlignment);
+  Value dwOut =
+      lb.alloc(op.getGradWOut().getType(), element(op.getGradWOut()),
+               {s.trees, s.nodes, s.outWidth}, kGradAlignment);
   Value columns = lb.index(slabColumns());
   Value inSlabs = arith::CeilDivUIOp::create(b, s.inWidth, columns);
   Value outSlabs = arith::CeilDivUIOp::create(b, s.outWidth, columns);

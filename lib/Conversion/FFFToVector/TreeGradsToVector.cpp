@@ -220,6 +220,8 @@ protected:
 
   int64_t slabColumns() const override { return shape.lanes * kSlabVectors; }
 
+  bool storesSlabSumsOnce() const override { return true; }
+
   DictionaryAttr strategy() const override {
     SmallVector<NamedAttribute> attrs;
     shape.appendAttrs(b, attrs);
@@ -233,14 +235,15 @@ protected:
   void accumulateSlab(Value grad, Value source, Value scale, Value width,
                       Value slab) override {
     Value first = mul(slab, lb.index(slabColumns()));
-    // Rows of whole slabs, on whole lines, of a result in f32 (a narrower
-    // one is rounded from this buffer by a pass that reads it back).
-    int64_t gradWidth = cast<MemRefType>(grad.getType()).getShape().back();
-    Value result = source == s.x ? op.getGradWIn() : op.getGradWOut();
-    bool streamed =
-        !ShapedType::isDynamic(gradWidth) && gradWidth % slabColumns() == 0 &&
-        (gradWidth * 4) % int64_t(kGradAlignment) == 0 &&
-        cast<RankedTensorType>(result.getType()).getElementType().isF32();
+    // The gradient is the result itself, in its element type: rows of
+    // whole slabs that are whole lines are streamed.
+    auto gradType = cast<MemRefType>(grad.getType());
+    int64_t gradWidth = gradType.getShape().back();
+    bool streamed = !ShapedType::isDynamic(gradWidth) &&
+                    gradWidth % slabColumns() == 0 &&
+                    (gradWidth * gradType.getElementTypeBitWidth() / 8) %
+                            int64_t(kGradAlignment) ==
+                        0;
     SmallVector<Value> columns, masks;
     for (int64_t v = 0; v < kSlabVectors; ++v) {
       columns.push_back(add(first, lb.index(v * shape.lanes)));

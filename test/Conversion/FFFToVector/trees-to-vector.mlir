@@ -267,8 +267,8 @@ func.func @not_epilogues(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: ten
 // dl dot products and dx rows in vector FMAs. Then, per column slab of 4
 // vectors (64 f32 columns), every row's slab is packed into a buffer of its
 // own, and a node's visits are multiply-added from it into four vectors
-// carried through the loop over its visits, stored once (masked: the rows
-// are narrower than a slab).
+// carried through the loop over its visits, stored once, rounded to the
+// gradient's bf16 (masked: the rows are narrower than a slab).
 // CHECK-LABEL: func @tree_ffn_grad
 // CHECK:         scf.for
 // CHECK:           scf.parallel
@@ -282,7 +282,7 @@ func.func @not_epilogues(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: ten
 // CHECK:             memref.prefetch %[[PACKED]]
 // CHECK-COUNT-4:     vector.fma {{.*}} : vector<16xf32>
 // CHECK:           }
-// CHECK-COUNT-4:   vector.maskedstore %{{.*}} : memref<2x3x8xf32>, vector<16xi1>, vector<16xf32>
+// CHECK-COUNT-4:   vector.maskedstore %{{.*}} : memref<2x3x8xbf16>, vector<16xi1>, vector<16xbf16>
 func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tensor<2x3x8xbf16>, %wo: tensor<2x3x4xbf16>)
     -> (tensor<?x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x4xbf16>) {
   %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 1 : i64}
