@@ -32,10 +32,12 @@ struct TreeGradState {
   Value visitedNode, visitSlope, visitActivation;
   /// Per tree, the visits grouped by node: bucketStart[tree * (nodes + 1) +
   /// node] is where node's visits start in members[tree * rows * levels
-  /// ...], which holds their flat indices in row order, and memberRows
-  /// their rows (derivable, index / (trees * levels), but kept so that the
-  /// sums' inner loop divides nothing).
-  Value bucketStart, members, memberRows;
+  /// ...], which holds their flat indices in row order, memberRows their
+  /// rows (derivable, index / (trees * levels), but kept so that the sums'
+  /// inner loop divides nothing), and memberSlope and memberActivation
+  /// their dl and act(l) (so that the sums read them in order, rather than
+  /// gathered through members).
+  Value bucketStart, members, memberRows, memberSlope, memberActivation;
 };
 
 class TreeGradBuilder {
@@ -65,8 +67,9 @@ protected:
                     ValueRange sourceAt, Value n);
 
   /// For every node, grad[tree, node, j] (f32) = the sum over its visits,
-  /// in row order, of scale[visit] * source[row, j], for the columns j of
-  /// slab `slab` of a row `width` wide.
+  /// in row order, of scale[member] * source[row, j], for the columns j of
+  /// slab `slab` of a row `width` wide (`scale` in grouped order:
+  /// memberSlope or memberActivation).
   virtual void accumulateSlab(Value grad, Value source, Value scale,
                               Value width, Value slab);
 

@@ -164,6 +164,9 @@ void TreeGradBuilder::group() {
   Value visitsPerTree = mul(s.rows, s.levels);
   s.members = lb.allocVector(b.getIndexType(), mul(s.trees, visitsPerTree));
   s.memberRows = lb.allocVector(b.getIndexType(), mul(s.trees, visitsPerTree));
+  s.memberSlope = lb.allocVector(b.getF32Type(), mul(s.trees, visitsPerTree));
+  s.memberActivation =
+      lb.allocVector(b.getF32Type(), mul(s.trees, visitsPerTree));
   Value cursor = lb.allocVector(b.getIndexType(), s.nodes);
   lb.loop(s.trees, [&](Value tree) {
     Value base = mul(tree, bucketsPerTree);
@@ -192,6 +195,11 @@ void TreeGradBuilder::group() {
       Value at = add(memberBase, position);
       memref::StoreOp::create(b, visit, s.members, at);
       memref::StoreOp::create(b, row, s.memberRows, at);
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, s.visitSlope, visit), s.memberSlope, at);
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, s.visitActivation, visit),
+          s.memberActivation, at);
       memref::StoreOp::create(b, add(position, one), cursor, node);
     });
   });
@@ -225,12 +233,12 @@ std::pair<Value, Value> TreeGradBuilder::accumulateWeights() {
             b, isIn,
             [&](OpBuilder &nested, Location) {
               BuildInside inside(b, nested);
-              accumulateSlab(dwIn, s.x, s.visitSlope, s.inWidth, slab);
+              accumulateSlab(dwIn, s.x, s.memberSlope, s.inWidth, slab);
               scf::YieldOp::create(b);
             },
             [&](OpBuilder &nested, Location) {
               BuildInside inside(b, nested);
-              accumulateSlab(dwOut, s.dy, s.visitActivation, s.outWidth,
+              accumulateSlab(dwOut, s.dy, s.memberActivation, s.outWidth,
                              arith::SubIOp::create(b, slab, inSlabs));
               scf::YieldOp::create(b);
             });
@@ -258,8 +266,8 @@ void TreeGradBuilder::accumulateSlab(Value grad, Value source, Value scale,
         memref::StoreOp::create(b, zero, grad, ValueRange{tree, node, j});
       });
       foldVisits(
-          tree, node, {}, [&](Value visit, Value row, Value, ValueRange) {
-            Value factor = memref::LoadOp::create(b, scale, visit);
+          tree, node, {}, [&](Value, Value row, Value member, ValueRange) {
+            Value factor = memref::LoadOp::create(b, scale, member);
             slabColumnLoop([&](Value j) {
               Value old =
                   memref::LoadOp::create(b, grad, ValueRange{tree, node, j});
@@ -282,8 +290,8 @@ Value TreeGradBuilder::accumulateInputBias() {
     lb.loop(s.nodes, [&](Value node) {
       Value sum = foldVisits(
           tree, node, f32Constant(b, 0.0),
-          [&](Value visit, Value, Value, ValueRange acc) {
-            Value dl = memref::LoadOp::create(b, s.visitSlope, visit);
+          [&](Value, Value, Value member, ValueRange acc) {
+            Value dl = memref::LoadOp::create(b, s.memberSlope, member);
             return SmallVector<Value>{arith::AddFOp::create(b, acc[0], dl)};
           })[0];
       memref::StoreOp::create(b, sum, dbIn, ValueRange{tree, node});

@@ -272,7 +272,7 @@ protected:
       lb.loop(s.nodes, [&](Value node) {
         SmallVector<Value> sums = foldVisits(
             tree, node, zeros,
-            [&](Value visit, Value row, Value member, ValueRange partial) {
+            [&](Value, Value row, Value member, ValueRange partial) {
               // The visits' rows are scattered over the batch: fetching
               // the slab of a row a few visits ahead hides the wait for it
               // behind this one's multiply-adds.
@@ -283,7 +283,7 @@ protected:
                                            /*localityHint=*/3,
                                            /*isDataCache=*/true);
               Value factor =
-                  emit.splat(memref::LoadOp::create(b, scale, visit));
+                  emit.splat(memref::LoadOp::create(b, scale, member));
               SmallVector<Value> next;
               for (int64_t v = 0; v < kSlabVectors; ++v)
                 next.push_back(vector::FMAOp::create(

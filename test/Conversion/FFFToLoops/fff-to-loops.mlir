@@ -84,7 +84,8 @@ func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3
 // tree_ffn_grad: (1) each row walks its trees again (the logit, act and
 // act' of it, dy . w_out), records its visit's node, dl and act(l), adds
 // into its dx row, and branches on `logit > 0`; (2) a counting sort of each
-// tree's visits by node; (3) a loop over column slabs of dw_in and dw_out
+// tree's visits by node, which copies each visit's row, dl and act(l) into
+// grouped order; (3) a loop over column slabs of dw_in and dw_out
 // (threaded), each summing, per node, its visits' terms in row order. Then
 // db_in and db_out, and every gradient narrowed to bf16.
 // CHECK-LABEL: func @tree_ffn_grad
@@ -105,7 +106,15 @@ func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3
 // CHECK:             arith.cmpf ogt
 // CHECK:         %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         %[[MEMBERS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[MEMBER_ROWS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[MEMBER_SLOPES:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         %[[MEMBER_ACTS:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
 // CHECK:         memref.store %{{.*}}, %[[MEMBERS]]
+// CHECK:         memref.store %{{.*}}, %[[MEMBER_ROWS]]
+// CHECK:         %[[SLOPE:.*]] = memref.load %[[SLOPES]]
+// CHECK:         memref.store %[[SLOPE]], %[[MEMBER_SLOPES]]
+// CHECK:         %[[ACT:.*]] = memref.load %[[ACTS]]
+// CHECK:         memref.store %[[ACT]], %[[MEMBER_ACTS]]
 // CHECK:         %[[DWIN:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3x8xf32>
 // CHECK:         %[[DWOUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3x4xf32>
 // CHECK:         arith.ceildivui %{{.*}}, %c64
@@ -113,11 +122,11 @@ func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3
 // CHECK:           scf.if
 // CHECK:             memref.load %[[STARTS]]
 // CHECK:             scf.for
-// CHECK:               memref.load %[[MEMBERS]]
-// CHECK:               memref.load %[[SLOPES]]
+// CHECK:               memref.load %[[MEMBER_ROWS]]
+// CHECK:               memref.load %[[MEMBER_SLOPES]]
 // CHECK:               memref.store %{{.*}}, %[[DWIN]]
 // CHECK:           } else {
-// CHECK:               memref.load %[[ACTS]]
+// CHECK:               memref.load %[[MEMBER_ACTS]]
 // CHECK:               memref.store %{{.*}}, %[[DWOUT]]
 // CHECK:         arith.truncf {{.*}} : f32 to bf16
 // CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x8xbf16> to tensor<?x8xbf16>
