@@ -258,6 +258,45 @@ public:
     loop(positions.front(), end, body);
   }
 
+  /// A tree's walk regrouped at `sortLevel` (> 0; CPUTreeStrategy.h says
+  /// why): groups of tokens in token order walk the levels above it
+  /// (`walkTop(walkRows)` returns the nodes they reached, kept in `nodes`,
+  /// one per token), the tokens are sorted stably by that node into
+  /// `order`, and groups of consecutive sorted positions then go on from
+  /// there: `rest(positions, walkRows, starts)`, with their tokens' rows and
+  /// the nodes they start from. `topWork` and `restWork` are each part's
+  /// multiply-adds per token (forEachTokenGroup).
+  void forEachRegroupedTokenGroup(
+      mlir::Value rows, int64_t sortLevel, mlir::Value nodes, mlir::Value order,
+      mlir::Value topWork, mlir::Value restWork,
+      llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::ValueRange)>
+          walkTop,
+      llvm::function_ref<void(mlir::ValueRange positions,
+                              mlir::ValueRange walkRows,
+                              mlir::ValueRange starts)>
+          rest) {
+    forEachTokenGroup(rows, topWork, [&](mlir::ValueRange walkRows) {
+      for (auto [row, node] : llvm::zip(walkRows, walkTop(walkRows)))
+        mlir::memref::StoreOp::create(b, node, nodes, row);
+    });
+    mlir::Value firstNode = index((int64_t(1) << sortLevel) - 1);
+    sortTokens(order, rows, int64_t(1) << sortLevel,
+               [&](mlir::Value token) -> mlir::Value {
+                 return mlir::arith::SubIOp::create(
+                     b, mlir::memref::LoadOp::create(b, nodes, token),
+                     firstNode);
+               });
+    forEachTokenGroup(rows, restWork, [&](mlir::ValueRange positions) {
+      llvm::SmallVector<mlir::Value> walkRows, starts;
+      for (mlir::Value position : positions) {
+        walkRows.push_back(mlir::memref::LoadOp::create(b, order, position));
+        starts.push_back(
+            mlir::memref::LoadOp::create(b, nodes, walkRows.back()));
+      }
+      rest(positions, walkRows, starts);
+    });
+  }
+
   /// Fills `order` with [0, rows) sorted stably by `key(token)`, a bucket in
   /// [0, buckets): a counting sort.
   void sortTokens(mlir::Value order, mlir::Value rows, int64_t buckets,

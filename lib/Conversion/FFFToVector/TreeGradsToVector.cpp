@@ -187,27 +187,13 @@ protected:
             });
         return;
       }
-      tokens.forEachTokenGroup(
-          s.rows, workOf(sortLevel, false), [&](ValueRange walkRows) {
-            SmallVector<Value> reached =
-                walkLevels(walkRows, roots(walkRows), 0, sortLevel);
-            for (auto [row, node] : llvm::zip(walkRows, reached))
-              memref::StoreOp::create(b, node, nodes, row);
-          });
-      Value firstNode = lb.index((int64_t(1) << sortLevel) - 1);
-      tokens.sortTokens(
-          order, s.rows, int64_t(1) << sortLevel, [&](Value token) -> Value {
-            return arith::SubIOp::create(
-                b, memref::LoadOp::create(b, nodes, token), firstNode);
-          });
-      tokens.forEachTokenGroup(
-          s.rows, workOf(levels - sortLevel, true), [&](ValueRange positions) {
-            SmallVector<Value> walkRows, starts;
-            for (Value position : positions) {
-              walkRows.push_back(memref::LoadOp::create(b, order, position));
-              starts.push_back(
-                  memref::LoadOp::create(b, nodes, walkRows.back()));
-            }
+      tokens.forEachRegroupedTokenGroup(
+          s.rows, sortLevel, nodes, order, workOf(sortLevel, false),
+          workOf(levels - sortLevel, true),
+          [&](ValueRange walkRows) {
+            return walkLevels(walkRows, roots(walkRows), 0, sortLevel);
+          },
+          [&](ValueRange positions, ValueRange walkRows, ValueRange starts) {
             walkLevels(walkRows, starts, sortLevel, levels);
             differentiate(walkRows);
             tokens.inTurn(positions, [&](Value position) {

@@ -348,27 +348,13 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       }
       // The top levels in token order, then the rest, and the output row,
       // grouped by the node each token reached.
-      emit.forEachTokenGroup(
-          rows, workOf(sortLevel, 0), [&](ValueRange walkRows) {
-            SmallVector<Value> reached =
-                walkPaths(walkRows, roots(walkRows), 0, sortLevel);
-            for (auto [row, node] : llvm::zip(walkRows, reached))
-              memref::StoreOp::create(b, node, nodes, row);
-          });
-      Value firstNode = emit.index((int64_t(1) << sortLevel) - 1);
-      emit.sortTokens(
-          order, rows, int64_t(1) << sortLevel, [&](Value token) -> Value {
-            return arith::SubIOp::create(
-                b, memref::LoadOp::create(b, nodes, token), firstNode);
-          });
-      emit.forEachTokenGroup(
-          rows, workOf(levels - sortLevel, levels), [&](ValueRange positions) {
-            SmallVector<Value> walkRows, starts;
-            for (Value position : positions) {
-              walkRows.push_back(memref::LoadOp::create(b, order, position));
-              starts.push_back(
-                  memref::LoadOp::create(b, nodes, walkRows.back()));
-            }
+      emit.forEachRegroupedTokenGroup(
+          rows, sortLevel, nodes, order, workOf(sortLevel, 0),
+          workOf(levels - sortLevel, levels),
+          [&](ValueRange walkRows) {
+            return walkPaths(walkRows, roots(walkRows), 0, sortLevel);
+          },
+          [&](ValueRange positions, ValueRange walkRows, ValueRange starts) {
             walkPaths(walkRows, starts, sortLevel, levels);
             addPaths(positions, walkRows, starts);
           });
