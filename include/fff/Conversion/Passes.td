@@ -214,10 +214,11 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
       buffer of the slab's own (1 MiB at batch 4096), which stays in the
       core's cache while each level's visits read it; a node's visits are
       multiply-added into registers and stored once, rounded to the
-      gradient's element type: a whole line at a time past the caches where
-      its rows are whole slabs (streaming stores; nothing here reads it
-      again, and an ordinary store first reads the line it writes). Every
-      gradient element
+      gradient's element type: on x86 hosts, a whole line at a time past
+      the caches where its rows are whole slabs (streaming stores, fenced at
+      the end of each slab; nothing here reads the gradient again, and an
+      ordinary store first reads the line it writes; `stream_gradients` in
+      `fff.strategy`). Every gradient element
       is still its node's visits summed in row order: the same bits for any
       thread count. The vector width is recorded on the threaded loops as
       `fff.strategy` (with `slab_columns`).

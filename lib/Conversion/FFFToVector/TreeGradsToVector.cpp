@@ -38,6 +38,8 @@
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 using namespace fff;
@@ -58,9 +60,10 @@ public:
   VectorTreeGradBuilder(ImplicitLocOpBuilder &b, TreeFFNGradOp op,
                         TreeFFNGradOp::Adaptor adaptor,
                         const CPUVectorShape &shape,
-                        const CPUTreeStrategy &walkStrategy)
+                        const CPUTreeStrategy &walkStrategy,
+                        bool streamGradients)
       : TreeGradBuilder(b, op, adaptor), shape(shape), emit(b, shape),
-        walkStrategy(walkStrategy) {}
+        walkStrategy(walkStrategy), streamGradients(streamGradients) {}
 
 protected:
   Value walk() override {
@@ -215,6 +218,8 @@ protected:
                                    b.getI64IntegerAttr(kMinParallelTreeWork)));
     attrs.push_back(
         b.getNamedAttr("slab_columns", b.getI64IntegerAttr(slabColumns())));
+    attrs.push_back(
+        b.getNamedAttr("stream_gradients", b.getBoolAttr(streamGradients)));
     return b.getDictionaryAttr(attrs);
   }
 
@@ -225,11 +230,12 @@ protected:
     // whole slabs that are whole lines are streamed.
     auto gradType = cast<MemRefType>(grad.getType());
     int64_t gradWidth = gradType.getShape().back();
-    bool streamed = !ShapedType::isDynamic(gradWidth) &&
+    bool streamed = streamGradients && !ShapedType::isDynamic(gradWidth) &&
                     gradWidth % slabColumns() == 0 &&
                     (gradWidth * gradType.getElementTypeBitWidth() / 8) %
                             int64_t(kGradAlignment) ==
-                        0;
+                        0 &&
+                    succeeded(emit.declareStreamingFence());
     SmallVector<Value> columns, masks;
     for (int64_t v = 0; v < kSlabVectors; ++v) {
       columns.push_back(add(first, lb.index(v * shape.lanes)));
@@ -288,6 +294,10 @@ protected:
         emit.streamingStores = false;
       });
     });
+    // x86's streaming stores are weakly ordered: the slab's are ordered
+    // before the store that tells another thread the slab is done.
+    if (streamed)
+      emit.fenceStreamingStores();
   }
 
 private:
@@ -295,6 +305,9 @@ private:
   VectorEmitter emit;
   /// The walk's: the forward kernel's strategy for this layer.
   CPUTreeStrategy walkStrategy;
+  /// Whether whole-line gradient rows may be stored with streaming stores
+  /// (x86 hosts, as the norms' min_streamed_bytes).
+  bool streamGradients;
 };
 
 struct TreeFFNGradToVector : OpConversionPattern<TreeFFNGradOp> {
@@ -318,8 +331,10 @@ struct TreeFFNGradToVector : OpConversionPattern<TreeFFNGradOp> {
                   (op.getInput().getType().getElementTypeBitWidth() / 8);
     CPUTreeStrategy walkStrategy = selectCPUTreeStrategy(
         op.getDepth() + 1, nodeBytes, rowSize, target, cacheBytes);
-    rewriter.replaceOp(
-        op, VectorTreeGradBuilder(b, op, adaptor, shape, walkStrategy).build());
+    bool streamGradients = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
+    rewriter.replaceOp(op, VectorTreeGradBuilder(b, op, adaptor, shape,
+                                                 walkStrategy, streamGradients)
+                               .build());
     return success();
   }
 

@@ -296,7 +296,8 @@ func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tenso
 // cache: its walk, as the forward's, regroups tokens by the node they
 // reached at level 1, with a counting sort between the two token loops.
 // Its f32 weight gradients, rows of whole slabs, start on a cache line and
-// are stored a whole line at a time past the caches.
+// are stored a whole line at a time past the caches (x86's streaming
+// stores, fenced at the end of each slab: they are weakly ordered).
 // CHECK-LABEL: func @tree_ffn_grad_regrouped
 // CHECK:         scf.parallel
 // CHECK:         } {fff.strategy = {{{.*}}sort_level = 1 : i64{{.*}}}
@@ -305,6 +306,8 @@ func.func @tree_ffn_grad(%dy: tensor<?x4xbf16>, %x: tensor<?x8xbf16>, %wi: tenso
 // CHECK:         } {fff.strategy = {{{.*}}sort_level = 1 : i64{{.*}}}
 // CHECK:         memref.alloc() {alignment = 64 : i64} : memref<1x255x1024xf32>
 // CHECK-COUNT-4: vector.store {{.*}} {alignment = 64 : i64, nontemporal = true} : memref<1x255x1024xf32>, vector<16xf32>
+// CHECK:         llvm.call @llvm.x86.sse.sfence()
+// CHECK:       } {fff.strategy = {{{.*}}slab_columns = 64 : i64, stream_gradients = true{{.*}}}
 func.func @tree_ffn_grad_regrouped(%dy: tensor<?x1024xf32>, %x: tensor<?x1024xf32>, %wi: tensor<1x255x1024xf32>, %wo: tensor<1x255x1024xf32>)
     -> (tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>) {
   %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 7 : i64}
