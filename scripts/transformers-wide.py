@@ -27,7 +27,10 @@ with eager as much as fff does, the disagreement is the model's (a key's
 bias gradient that is rounding noise, BatchNorm in train mode, ViT-MAE's
 random shuffle), not fff's: the run of 2026-12-06 found four such, one
 hang of fff's (LFM2) and one norm form fff did not take (Gemma 3n's
-pow(v, -0.5)), both fixed.
+pow(v, -0.5)), both fixed. A later run that day, bf16 and f16 on every
+family (174 runs; recurrent_gemma's eager run fails here), found no wrong
+answer of fff's: Switch's bf16 output (its router picks other experts)
+and ViT-MAE's differ as much under --plain.
 """
 
 import copy
