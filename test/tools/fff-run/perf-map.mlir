@@ -7,8 +7,8 @@
 // RUN: %python -c "import numpy as np; np.save('%t/x.npy', np.ones((4096, 64), np.float32))"
 // RUN: fff-run %s -e norm --arg %t/x.npy --out %t/y.npy --threads 2 --perf-map 2> %t/log
 // RUN: FileCheck %s --check-prefix=LOG < %t/log
-// RUN: cat $(grep -o '/tmp/perf-[0-9]*\.map' %t/log) | FileCheck %s
-// RUN: rm -f $(grep -o '/tmp/perf-[0-9]*\.map' %t/log)
+// RUN: %python %fff_src_root/test/Inputs/perf_map.py %t/log print | FileCheck %s
+// RUN: %python %fff_src_root/test/Inputs/perf_map.py %t/log remove
 // LOG: fff-run: wrote /tmp/perf-{{[0-9]+}}.map
 // CHECK-DAG: {{^[0-9a-f]+ [0-9a-f]+ norm$}}
 // CHECK-DAG: {{^[0-9a-f]+ [0-9a-f]+ _mlir_ciface_norm$}}
