@@ -13,9 +13,10 @@ runs it: not added into the last call's .grad, a pass over x's size that
 every column would pay alike), each call after the caches are flushed
 (--caches cold, the default: x was saved by the forward long before), or
 with its own tensors in them (warm), or after the column before it (order:
-each column's time then depends on what its neighbour left). Each backward's traffic (x, dy, dx, parameters and
-their gradients) over its time is printed as GB/s, beside this machine's
-copy bandwidth (torch's clone of 256 MiB: read + write).
+each column's time then depends on what its neighbour left). Each
+backward's traffic (x, dy, dx, parameters and their gradients) over its
+time is printed as GB/s, beside this machine's copy bandwidth (torch's
+clone of 256 MiB: read + write).
 
 With --residual, each norm is a pre-LN residual step, `h + norm(h)`: the
 backward graph adds the residual's gradient to the norm's dx, which fff's
@@ -125,13 +126,34 @@ def copy_bandwidth():
     return 2 * source.numel() * 4 / ms / 1e6
 
 
+def clear_grads(leaf, module):
+    """Sets the gradients of `leaf` and of `module`'s parameters to None, as
+    a training step does before its backward."""
+    leaf.grad = None
+    module.zero_grad()
+
+
 def backward_again(y, dy, x, module):
     """The backward of y's retained graph, as a training step runs it: with
-    the gradients cleared first (set to None), so that what is timed is the
-    backward, not an accumulation into the previous call's .grad."""
-    x.grad = None
-    module.zero_grad()
+    the gradients cleared first, so that what is timed is the backward, not
+    an accumulation into the previous call's .grad."""
+    clear_grads(x, module)
     y.backward(dy, retain_graph=True)
+
+
+def backward_bytes(kind, rows, hidden, element_size):
+    """What a norm's backward moves: x, dy and dx, and the parameters read
+    and their gradients written."""
+    parameters = 2 if kind == "layer_norm" else 1
+    return (3 * rows * hidden + 2 * parameters * hidden) * element_size
+
+
+def case_inputs(rows, hidden, dtype):
+    """A norm case's x (a leaf that requires grad) and dy, seeded."""
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
+    dy = torch.randn(rows, hidden, generator=generator).to(dtype)
+    return x, dy
 
 
 def relative_error(actual, expected):
@@ -169,9 +191,7 @@ def compiled(module, name):
 
 
 def norm_case(kind, rows, hidden, dtype, bandwidth):
-    generator = torch.Generator().manual_seed(1)
-    x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
-    dy = torch.randn(rows, hidden, generator=generator).to(dtype)
+    x, dy = case_inputs(rows, hidden, dtype)
     steps, backwards, grads = {}, {}, {}
     for name in ("eager", "inductor", "fff", "float64"):
         norm = make_norm(kind, hidden, dtype if name != "float64" else torch.float64)
@@ -180,8 +200,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
         leaf = x.detach().double().requires_grad_() if name == "float64" else x
 
         def step(run=run, norm=norm, leaf=leaf):
-            leaf.grad = None
-            norm.zero_grad()
+            clear_grads(leaf, norm)
             run(leaf).backward(dy.to(leaf.dtype))
 
         step()
@@ -195,9 +214,7 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     # The largest relative error of dx, dweight, dbias from float64's.
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["float64"]))
               for name in ("eager", "fff")}
-    parameters = 2 if kind == "layer_norm" else 1
-    # x, dy, dx, and the parameters read and their gradients written.
-    moved = (3 * rows * hidden + 2 * parameters * hidden) * x.element_size()
+    moved = backward_bytes(kind, rows, hidden, x.element_size())
     best = min(("eager", "inductor"), key=lambda n: bwd[n])
     label = f"{'h + ' if options.residual else ''}{kind} {str(dtype).replace('torch.', '')} {rows}x{hidden}"
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
@@ -234,9 +251,7 @@ def unfused_masks():
 
 
 def dropout_case(kind, rows, hidden, dtype, bandwidth):
-    generator = torch.Generator().manual_seed(1)
-    x = torch.randn(rows, hidden, generator=generator).to(dtype).requires_grad_()
-    dy = torch.randn(rows, hidden, generator=generator).to(dtype)
+    x, dy = case_inputs(rows, hidden, dtype)
     steps, backwards, grads = {}, {}, {}
     for name in ("eager", "inductor", "fff", "fff unfused"):
         module = DroppedResidual(make_norm(kind, hidden, dtype)).train()
@@ -244,8 +259,7 @@ def dropout_case(kind, rows, hidden, dtype, bandwidth):
         run = compiled(module, name)
 
         def step(run=run, module=module):
-            x.grad = None
-            module.zero_grad()
+            clear_grads(x, module)
             run(x).backward(dy)
 
         with unfused_masks() if name == "fff unfused" else contextlib.nullcontext():
@@ -259,9 +273,7 @@ def dropout_case(kind, rows, hidden, dtype, bandwidth):
     fwd_bwd, bwd = interleaved_ms(steps), interleaved_ms(backwards, options.caches)
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["inductor"]))
               for name in ("fff", "fff unfused")}
-    parameters = 2 if kind == "layer_norm" else 1
-    # x, dy, dx, the mask's bytes, and the parameters and their gradients.
-    moved = (3 * rows * hidden + 2 * parameters * hidden) * x.element_size() + rows * hidden
+    moved = backward_bytes(kind, rows, hidden, x.element_size()) + rows * hidden  # and the mask's bytes
     best = min(("eager", "inductor"), key=lambda n: bwd[n])
     label = f"h + dropout({kind}) {str(dtype).replace('torch.', '')} {rows}x{hidden}"
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff unfused']:.2f} | "

@@ -124,10 +124,10 @@ def _is_root(node):
     """rsqrt or sqrt, or pow by -0.5 or 0.5 (Gemma 3n's pow(mean(x^2) +
     eps, -0.5))."""
     name = op_name(node)
-    if name in ("rsqrt", "sqrt"):
-        return True
-    exponent = node.args[1] if name == "pow" and len(node.args) > 1 else node.kwargs.get("exponent")
-    return name == "pow" and isinstance(exponent, float) and exponent in (-0.5, 0.5)
+    if name != "pow":
+        return name in ("rsqrt", "sqrt")
+    exponent = node.args[1] if len(node.args) > 1 else node.kwargs.get("exponent")
+    return isinstance(exponent, float) and exponent in (-0.5, 0.5)
 
 
 def _connected_parts(partition):
