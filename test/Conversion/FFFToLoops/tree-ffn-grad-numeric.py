@@ -92,6 +92,9 @@ for dtype in ("f16", "bf16"):
     case(dtype, 1, 127, 9, trees=1, depth=6, activation="silu", in_bias=False, dynamic=False)
 # UltraFastBERT-1x11's shape (most nodes unvisited), and the deepest trees.
 case("f32", 5, 768, 768, trees=1, depth=11, activation="gelu")
+# Two such trees: the vector walk regroups each tree's tokens in turn, and
+# dx sums the trees in order.
+case("f32", 40, 768, 768, trees=2, depth=11, activation="gelu")
 case("f32", 3, 4, 8, trees=1, depth=20, activation="gelu", out_bias=False)
 
 # Bitwise the same for 1 and 3 threads, on a batch large enough to be split
