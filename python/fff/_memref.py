@@ -87,7 +87,8 @@ def host_argument(where, value, spec):
         if value.dtype != torch_dtype(element):
             raise FFFError(f"{where} has dtype {value.dtype} but the function takes {element}")
         check_shape(where, value.shape, spec)
-        value = value.contiguous()
+        # A negative view's buffer holds the values it negates.
+        value = value.resolve_neg().contiguous()
         shape = list(value.shape)
         return describe(value.data_ptr(), shape, contiguous_strides(shape)), value
     array = np.asarray(value)

@@ -1,6 +1,7 @@
 //===- HostCall.cpp - calling a JIT-compiled CPU function from Python -----===//
 
 #include "HostCall.h"
+#include "TorchTensors.h"
 
 #include "FFFError.h"
 #include "fff/Runtime/Runtime.h"
@@ -8,6 +9,7 @@
 #include <nanobind/ndarray.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 
 namespace nb = nanobind;
@@ -46,60 +48,54 @@ std::optional<ElementDTypes> elementDTypes(const std::string &element) {
   return std::nullopt;
 }
 
-/// torch.Tensor, if torch has been imported (fff never imports it).
-PyObject *torchTensorType() {
-  static PyObject *tensor = nullptr;
-  if (tensor)
-    return tensor;
-  if (PyObject *torch = PyImport_GetModule(nb::str("torch").ptr())) {
-    tensor = PyObject_GetAttrString(torch, "Tensor");
-    Py_DECREF(torch);
-  }
-  // Not imported (or no Tensor): no argument is a tensor.
-  PyErr_Clear();
-  return tensor;
-}
-
-bool isTorchTensor(nb::handle value) {
-  PyObject *tensor = torchTensorType();
-  return tensor && PyObject_TypeCheck(value.ptr(), (PyTypeObject *)tensor);
-}
-
 /// The fields of a memref descriptor of `rank`: allocated, aligned, offset,
 /// sizes, strides.
 size_t descriptorFields(size_t rank) { return 3 + 2 * rank; }
 
-/// `array` as compiled code reads an argument of `spec`, if it can be read
-/// as it is: the descriptor's fields.
+/// The descriptor's fields of a buffer at `address` of `shape` (strides in
+/// elements) as compiled code reads an argument of `spec`, if it can read it
+/// as it is: row-major and aligned to its element.
 std::optional<std::vector<int64_t>>
-describeArgument(const nb::ndarray<nb::ro> &array, bool torch,
-                 const TensorSpec &spec) {
-  std::optional<ElementDTypes> types = elementDTypes(spec.element);
-  if (!types || array.device_type() != nb::device::cpu::value ||
-      array.dtype() != (torch ? types->torch : types->numpy) ||
-      array.ndim() != spec.shape.size())
-    return std::nullopt;
+describeArgument(uintptr_t address, size_t itemsize,
+                 const std::vector<int64_t> &shape,
+                 const std::vector<int64_t> &strides, const TensorSpec &spec) {
   size_t rank = spec.shape.size();
-  auto address = reinterpret_cast<uintptr_t>(array.data());
-  if (address % std::max<size_t>(1, array.itemsize()) != 0)
+  if (shape.size() != rank || address % std::max<size_t>(1, itemsize) != 0)
     return std::nullopt;
   std::vector<int64_t> fields(descriptorFields(rank));
   fields[0] = fields[1] = int64_t(address);
-  // Row-major strides. Neither a unit extent's stride nor an empty array's
-  // matters (numpy and torch may give them any).
-  bool empty = array.size() == 0;
+  // Neither a unit extent's stride nor an empty array's matters (numpy and
+  // torch may give them any).
+  bool empty = std::count(shape.begin(), shape.end(), 0) != 0;
   int64_t stride = 1;
   for (size_t dim = rank; dim-- > 0;) {
-    int64_t extent = int64_t(array.shape(dim));
+    int64_t extent = shape[dim];
     if (spec.shape[dim] != -1 && spec.shape[dim] != extent)
       return std::nullopt;
-    if (extent != 1 && !empty && array.stride(dim) != stride)
+    if (extent != 1 && !empty && strides[dim] != stride)
       return std::nullopt;
     fields[3 + dim] = extent;
     fields[3 + rank + dim] = stride;
     stride *= extent;
   }
   return fields;
+}
+
+/// `array` (a numpy array, from nanobind's caster) as compiled code reads an
+/// argument of `spec`, if it can.
+std::optional<std::vector<int64_t>>
+describeArray(const nb::ndarray<nb::ro> &array, const TensorSpec &spec) {
+  std::optional<ElementDTypes> types = elementDTypes(spec.element);
+  if (!types || array.device_type() != nb::device::cpu::value ||
+      array.dtype() != types->numpy)
+    return std::nullopt;
+  std::vector<int64_t> shape(array.ndim()), strides(array.ndim());
+  for (size_t dim = 0; dim < array.ndim(); ++dim) {
+    shape[dim] = int64_t(array.shape(dim));
+    strides[dim] = array.stride(dim);
+  }
+  return describeArgument(reinterpret_cast<uintptr_t>(array.data()),
+                          array.itemsize(), shape, strides, spec);
 }
 
 } // namespace
@@ -126,21 +122,39 @@ nb::object HostCall::operator()(nb::args args) const {
   if (!allKnown || args.size() != arguments.size())
     return nb::none();
   bool torch = false;
-  std::vector<nb::ndarray<nb::ro>> arrays(args.size());
+  // Held until the call returns: the buffers nanobind's caster exported.
+  std::vector<nb::ndarray<nb::ro>> arrays;
   std::vector<std::vector<int64_t>> descriptors;
   for (size_t i = 0; i < args.size(); ++i) {
-    bool isTorch = isTorchTensor(args[i]);
+    if (isTorchTensor(args[i])) {
+      // Tensors it does not read as they are (subclasses, views with a
+      // negative bit) are the Python side's to convert.
+      torch = true;
+      std::optional<TorchBuffer> buffer =
+          readTorchBuffer(args[i], arguments[i].element);
+      std::optional<std::vector<int64_t>> descriptor;
+      if (buffer)
+        descriptor = describeArgument(
+            buffer->address,
+            elementDTypes(arguments[i].element)->torch.bits / 8, buffer->shape,
+            buffer->strides, arguments[i]);
+      if (!descriptor)
+        return nb::none();
+      descriptors.push_back(std::move(*descriptor));
+      continue;
+    }
     // No conversion: what needs one is the Python side's to make.
-    if (!nb::try_cast(args[i], arrays[i], /*convert=*/false)) {
+    nb::ndarray<nb::ro> array;
+    if (!nb::try_cast(args[i], array, /*convert=*/false)) {
       PyErr_Clear();
       return nb::none();
     }
     std::optional<std::vector<int64_t>> descriptor =
-        describeArgument(arrays[i], isTorch, arguments[i]);
+        describeArray(array, arguments[i]);
     if (!descriptor)
       return nb::none();
+    arrays.push_back(std::move(array));
     descriptors.push_back(std::move(*descriptor));
-    torch |= isTorch;
   }
 
   // The packed entry point takes a pointer to each argument of the C
@@ -161,18 +175,16 @@ nb::object HostCall::operator()(nb::args args) const {
   if (const char *error = fffGetLastError())
     throw FFFError(error);
 
-  // Each buffer compiled code allocated is owned by one capsule, shared by
-  // the results that view it, which frees it into the buffer cache. A
-  // result that views an argument is copied: that memory is the caller's.
-  std::vector<std::pair<int64_t, nb::object>> owners;
-  auto ownerOf = [&](int64_t allocated) -> nb::object {
+  // Each buffer compiled code allocated has one owner, shared by the
+  // results that view it, which frees it into the buffer cache. A result
+  // that views an argument is copied: that memory is the caller's.
+  std::vector<std::pair<int64_t, std::shared_ptr<void>>> owners;
+  auto ownerOf = [&](int64_t allocated) -> std::shared_ptr<void> {
     for (const auto &[pointer, owner] : owners)
       if (pointer == allocated)
         return owner;
-    nb::object owner = nb::capsule(reinterpret_cast<void *>(allocated),
-                                   [](void *buffer) noexcept {
-                                     fffHostFree(buffer);
-                                   });
+    std::shared_ptr<void> owner(reinterpret_cast<void *>(allocated),
+                                fffHostFree);
     owners.emplace_back(allocated, owner);
     return owner;
   };
@@ -202,7 +214,19 @@ nb::object HostCall::operator()(nb::args args) const {
       data = nothing;
     }
     bool copied = data == nothing || !allocated || viewsAnArgument(allocated);
-    nb::object owner = copied ? nb::object() : ownerOf(allocated);
+    if (torch && !copied) {
+      values.append(wrapAsTorch(
+          data, type, std::vector<int64_t>(fields + 3, fields + 3 + rank),
+          std::vector<int64_t>(fields + 3 + rank, fields + 3 + 2 * rank),
+          ownerOf(allocated)));
+      continue;
+    }
+    nb::object owner;
+    if (!copied)
+      owner = nb::capsule(new std::shared_ptr<void>(ownerOf(allocated)),
+                          [](void *held) noexcept {
+                            delete static_cast<std::shared_ptr<void> *>(held);
+                          });
     nb::rv_policy policy =
         copied ? nb::rv_policy::copy_v : nb::rv_policy::reference_v;
     auto wrap = [&](auto framework) {

@@ -269,11 +269,19 @@ def test_common_calls_are_made_natively_and_the_rest_converted(rng):
     storage = bytearray(x.nbytes + 1)
     misaligned = np.frombuffer(memoryview(storage)[1:], np.float32).reshape(3, 16)
     misaligned[...] = x
+
+    class Subclass(torch.Tensor):
+        pass
+
     as_is = [(x, g), (read_only, g), (torch.from_numpy(x), torch.from_numpy(g)),
              (torch.from_numpy(x).requires_grad_(), torch.from_numpy(g)),
+             (torch.from_numpy(x), torch.nn.Parameter(torch.from_numpy(g))),
              (x[:, None, :][:, 0], g)]  # a unit extent's stride does not matter
     converted = [(np.asfortranarray(np.repeat(x, 2, 0))[::2], g), (misaligned, g),
-                 (torch.from_numpy(np.ascontiguousarray(x.T)).t(), torch.from_numpy(g))]
+                 (torch.from_numpy(np.ascontiguousarray(x.T)).t(), torch.from_numpy(g)),
+                 (torch.from_numpy(x).as_subclass(Subclass), torch.from_numpy(g)),
+                 # A negative view: its buffer holds -x.
+                 (torch._neg_view(torch.from_numpy(-x)), torch.from_numpy(g))]
     for args in as_is:
         y = exe.rms_norm._host_call(*args)
         assert y is not None and np.array_equal(np.asarray(y.detach() if hasattr(y, "detach") else y), expected)
@@ -302,6 +310,30 @@ def test_native_and_converting_calls_give_the_same_results(dtype, rng):
         for a, c in zip(native, converted):
             assert type(a) is type(c) and a.dtype == c.dtype and a.shape == c.shape
             assert (a == c).all() if isinstance(a, np.ndarray) else torch.equal(a, c)
+
+
+def test_torch_results_own_their_buffers(rng):
+    # Results come back as tensors over the buffers compiled code allocated
+    # (no copy); each buffer returns to fff's cache when its last tensor
+    # dies, on whichever thread drops it.
+    import threading
+    torch = pytest.importorskip("torch")
+    exe = fff.compile(norms_module("f32", 768))
+    x = torch.from_numpy(rng.standard_normal((64, 768)).astype(np.float32))
+    g, b = (torch.from_numpy(rng.standard_normal(768).astype(np.float32)) for _ in range(2))
+    expected = exe.layer_norm._call_cpu_converting((x, g, b))
+    kept = []
+    for i in range(20):
+        results = exe.layer_norm(x, g, b)
+        assert all(type(r) is torch.Tensor and not r.requires_grad for r in results)
+        assert all(torch.equal(r, e) for r, e in zip(results, expected))
+        if i % 2:
+            kept.append(results)  # alive while later calls allocate
+    assert all(torch.equal(r, e) for results in kept for r, e in zip(results, expected))
+    dropped = threading.Thread(target=kept.clear)
+    dropped.start()
+    dropped.join()
+    assert all(torch.equal(r, e) for r, e in zip(exe.layer_norm(x, g, b), expected))
 
 
 def test_calls_from_several_threads_at_once(rng):

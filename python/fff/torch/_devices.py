@@ -70,12 +70,12 @@ class Placement:
         return () if self.kind == "cpu" else (("chip", self.chip),)
 
     def prepare(self, tensor):
-        """`tensor` as the compiled code takes it: contiguous and, for the
-        GPU, starting on a 16-byte boundary. Either is a copy on the
-        tensor's own device where it is needed, so that a strided or offset
-        view is never read as if it were dense and aligned."""
+        """`tensor` as the GPU's code takes it: contiguous and starting on a
+        16-byte boundary. Either is a copy on the tensor's own device where
+        it is needed, so that a strided or offset view is never read as if
+        it were dense and aligned."""
         tensor = tensor.contiguous()
-        if self.kind != "cpu" and tensor.data_ptr() % KERNEL_ALIGNMENT:
+        if tensor.data_ptr() % KERNEL_ALIGNMENT:
             tensor = tensor.clone()
         return tensor
 
@@ -84,10 +84,12 @@ class Placement:
         this placement's graphs have them) and returns its results as a
         list of tensors there; `result_shapes` are their extents, which the
         GPU's callers allocate before the call."""
-        inputs = [self.prepare(t) for t in inputs]
         if self.kind == "cpu":
+            # fff's CPU functions take any tensor: they copy what they do not
+            # read as it is (fff/_compiler.py).
             results = function(*inputs)
             return list(results) if isinstance(results, tuple) else [results]
+        inputs = [self.prepare(t) for t in inputs]
         dtypes = [torch_dtype(spec["element"]) for spec in function.results]
         if self.kind == "cuda":
             device = inputs[0].device

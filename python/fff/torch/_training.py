@@ -26,6 +26,7 @@ import torch
 from .._compiler import compile as _compile
 from .._fff import FFFError
 from ._devices import CPU, placement_of_device
+from ._ops import direct_op
 
 _MLIR = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 # How far the first call's check lets fff's results be from torch's: f32
@@ -206,11 +207,20 @@ class _Executable:
             return exe
         return _cached(self.masked, dy_scale, checked)
 
+    # Each torch call here costs a backward call several microseconds, and
+    # tens after a call that swept the caches: a tensor already in rows is
+    # passed as it is.
     def rows(self, t):
-        return t.reshape(-1, *self.shape)
+        """t's rows: its leading dims flattened."""
+        return t if t.dim() == len(self.shape) + 1 else t.reshape(-1, *self.shape)
 
     def stats_rows(self, t):
-        return t.reshape(-1, *(1 for _ in self.shape))
+        return t if t.dim() == len(self.shape) + 1 else t.reshape(-1, *(1 for _ in self.shape))
+
+    @staticmethod
+    def like(t, x):
+        """t (rows) with x's shape."""
+        return t if t.dim() == x.dim() else t.view(x.shape)
 
     def forward(self, x, weight, bias):
         rows = self.rows(x)
@@ -238,7 +248,7 @@ class _Executable:
             results = self.placement.call(exe.backward, args, shapes)
         else:
             results = self.placement.call(exe.backward_accumulate, args + [self.rows(residual_grad)], shapes)
-        return [results[0].view(x.shape)] + results[1:]
+        return [self.like(results[0], x)] + results[1:]
 
     def _check_inputs(self):
         """Seeded random inputs of the first call's check: three rows with
@@ -412,7 +422,7 @@ def _(x, weight, bias, normalized_ndim, eps, emulate_cuda=False):
             x.new_empty(stats, dtype=torch.float32), x.new_empty(stats, dtype=torch.float32))
 
 
-@torch.library.custom_op("fff::layer_norm_train_backward", mutates_args=())
+@direct_op("fff::layer_norm_train_backward")
 def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
                               weight: torch.Tensor | None, normalized_ndim: int, has_bias: bool,
                               eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False,
@@ -485,7 +495,7 @@ def _(x, weight, normalized_ndim, eps, emulate_cuda=False):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
-@torch.library.custom_op("fff::rms_norm_train_backward", mutates_args=())
+@direct_op("fff::rms_norm_train_backward")
 def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int,
                             eps: float, residual_grad: torch.Tensor | None = None, emulate_cuda: bool = False,
                             dy_keep: torch.Tensor | None = None, dy_scale: float = 1.0

@@ -44,6 +44,7 @@ import torch
 
 from . import _kernels
 from ._devices import placement_of_device
+from ._ops import direct_op
 from ._training import count_backward
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -187,7 +188,7 @@ def _present(t, like):
     return t if t is not None else like.new_empty(0)
 
 
-@torch.library.custom_op("fff::tree_ffn_backward", mutates_args=())
+@direct_op("fff::tree_ffn_backward")
 def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None,
                          w_out: torch.Tensor, b_out: torch.Tensor | None, depth: int,
                          activation: str, emulate_cuda: bool = False
@@ -210,7 +211,7 @@ def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
             torch.empty_like(w_out), torch.empty_like(b_out) if b_out is not None else empty)
 
 
-@torch.library.custom_op("fff::leaf_tree_ffn_backward", mutates_args=())
+@direct_op("fff::leaf_tree_ffn_backward")
 def leaf_tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor,
                               w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
                               activation: str) -> list[torch.Tensor]:
@@ -286,7 +287,7 @@ def _layer_backward(layer, grad, rows, weights, depth, activation):
     return backward(grad, rows, *weights, depth, activation)
 
 
-@torch.library.custom_op("fff::tree_sublayer_backward", mutates_args=())
+@direct_op("fff::tree_sublayer_backward")
 def tree_sublayer_backward_op(dy: torch.Tensor, x: torch.Tensor, residual: torch.Tensor, norm: str,
                               norm_weight: torch.Tensor | None, norm_bias: torch.Tensor | None, eps: float,
                               layer: str, weights: list[torch.Tensor | None], depth: int, activation: str,
