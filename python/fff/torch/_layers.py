@@ -9,6 +9,7 @@ import torch
 
 from .._fff import FFFError
 from ._devices import CPU, placement_of_device
+from ._ops import direct_op
 from ._kernels import ELEMENT, run_rows, tensor_type
 from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
                              tree_ffn_autograd, tree_sublayer_autograd)
@@ -125,7 +126,7 @@ def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"
     return run_rows(placement, text, "tree", x, operands, dout)
 
 
-@torch.library.custom_op("fff::tree_ffn", mutates_args=())
+@direct_op("fff::tree_ffn")
 def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_out: torch.Tensor,
              b_out: torch.Tensor | None, depth: int, activation: str = "gelu",
              emulate_cuda: bool = False) -> torch.Tensor:
@@ -141,7 +142,7 @@ def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu", emulate_cuda=False)
     return x.new_empty((*x.shape[:-1], w_out.shape[2]))
 
 
-@torch.library.custom_op("fff::leaf_tree_ffn", mutates_args=())
+@direct_op("fff::leaf_tree_ffn")
 def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w1: torch.Tensor,
                   b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
                   activation: str = "relu", emulate_cuda: bool = False) -> torch.Tensor:
@@ -196,7 +197,7 @@ def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, d
     return dout
 
 
-@torch.library.custom_op("fff::tree_sublayer", mutates_args=())
+@direct_op("fff::tree_sublayer")
 def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weight: torch.Tensor | None,
                   norm_bias: torch.Tensor | None, eps: float, layer: str, weights: list[torch.Tensor | None],
                   depth: int, activation: str, order: str = "pre") -> torch.Tensor:

@@ -1,5 +1,5 @@
-"""Custom ops with a direct kernel: the backward ops that a compiled
-training step calls once per layer.
+"""Custom ops with a direct kernel: fff's ops, which a compiled model calls
+once per layer and step.
 
 torch.library.custom_op runs its kernel under a Python wrapper that looks
 up the device's function and checks that no result aliases an input on
@@ -8,8 +8,7 @@ about 60 us of a trained RMSNorm's 8-row backward call, a fifth of it.
 `direct_op` defines the op in fff's torch.library fragment instead, from
 the function's annotations as custom_op does, with the function itself as
 the kernel of every device. The function must then keep what custom_op
-checks: its results are new tensors, never its inputs or views of them.
-These ops have no autograd of their own (they are gradients)."""
+checks: its results are new tensors, never its inputs or views of them."""
 
 import torch
 
@@ -29,6 +28,11 @@ class DirectOp:
         custom_op's)."""
         torch.library.register_fake(self.qualname, fake, lib=_LIBRARY)
         return fake
+
+    def register_autograd(self, backward, setup_context=None):
+        """The op's gradient, as custom_op's register_autograd takes it. An
+        op without one is a gradient itself: it is never differentiated."""
+        torch.library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=_LIBRARY)
 
     def __call__(self, *args, **kwargs):
         return self.overload(*args, **kwargs)

@@ -402,7 +402,7 @@ def _no_grad(t):
     return torch.empty(0, dtype=t.dtype, device=t.device)
 
 
-@torch.library.custom_op("fff::layer_norm_train", mutates_args=())
+@direct_op("fff::layer_norm_train")
 def layer_norm_train(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
                      normalized_ndim: int, eps: float, emulate_cuda: bool = False
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -480,7 +480,7 @@ def _layer_norm_backward(ctx, dy, _dmean, _drstd):
 layer_norm_train.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup)
 
 
-@torch.library.custom_op("fff::rms_norm_train", mutates_args=())
+@direct_op("fff::rms_norm_train")
 def rms_norm_train(x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim: int, eps: float,
                    emulate_cuda: bool = False) -> torch.Tensor:
     """RMSNorm over x's trailing `normalized_ndim` dims (`emulate_cuda` as
