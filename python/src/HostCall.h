@@ -8,9 +8,11 @@
 // batch 1, and 140 us after a call that swept the caches (a bf16 RMSNorm
 // of 4096x768), which the interpreter then ran cold.
 //
-// Anything else (lists, other dtypes, strided or misaligned arrays, tensors
-// that require grad) is left to fff/_compiler.py, which converts what it
-// can and words the errors.
+// Torch tensors are read, and results made, without torch's Python code
+// (TorchTensors.h). Anything else (lists, other dtypes, strided or
+// misaligned arrays, tensor subclasses, views with torch's negative bit)
+// is left to fff/_compiler.py, which converts what it can and words the
+// errors.
 //
 //===----------------------------------------------------------------------===//
 
