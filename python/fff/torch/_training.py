@@ -207,15 +207,18 @@ class _Executable:
             return exe
         return _cached(self.masked, dy_scale, checked)
 
-    # Each torch call here costs a backward call several microseconds, and
-    # tens after a call that swept the caches: a tensor already in rows is
-    # passed as it is.
+    def _flattened(self, t, trailing):
+        """t with its leading dims flattened, before `trailing`. Each torch
+        call here costs a backward call several microseconds, and tens after
+        a call that swept the caches: a tensor already flat is passed as it
+        is."""
+        return t if t.dim() == len(self.shape) + 1 else t.reshape(-1, *trailing)
+
     def rows(self, t):
-        """t's rows: its leading dims flattened."""
-        return t if t.dim() == len(self.shape) + 1 else t.reshape(-1, *self.shape)
+        return self._flattened(t, self.shape)
 
     def stats_rows(self, t):
-        return t if t.dim() == len(self.shape) + 1 else t.reshape(-1, *(1 for _ in self.shape))
+        return self._flattened(t, (1,) * len(self.shape))
 
     @staticmethod
     def like(t, x):
