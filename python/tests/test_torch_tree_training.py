@@ -254,3 +254,40 @@ def test_a_backward_of_the_wrong_output_gradient_says_so(shape, dtype):
     w, x = torch.randn(1, 7, 8), torch.randn(5, 8)
     with pytest.raises(ValueError, match=r"fff::tree_ffn_backward's dy is .*expected \[5, 8\] torch.float32"):
         torch.ops.fff.tree_ffn_backward(torch.randn(shape).to(dtype), x, w, None, w, None, 2, "gelu")
+
+
+def _leaf_weights(depth=2, din=8, width=5, dout=6):
+    leaves = 2 ** depth
+    return [torch.randn(leaves - 1, din), torch.randn(leaves - 1), torch.randn(leaves, din, width),
+            torch.randn(leaves, width), torch.randn(leaves, width, dout), torch.randn(leaves, dout)]
+
+
+_TREE = [torch.randn(1, 7, 8), torch.randn(1, 7), torch.randn(1, 7, 8), None]
+
+
+@pytest.mark.parametrize("call, message", [
+    # Each backward op checks its arguments as its forward does, before any
+    # code is compiled or indexed with a wrong depth.
+    (lambda: torch.ops.fff.tree_ffn_backward(torch.randn(4, 8), torch.randn(4, 8), *_TREE, 5, "gelu"),
+     r"a depth-5 tree has 63 nodes"),
+    (lambda: torch.ops.fff.tree_ffn_backward(torch.randn(4, 8), torch.randn(4, 8), *_TREE, -2, "gelu"),
+     r"fff::tree_ffn's depth must be in \[0, 20\], got -2"),
+    (lambda: torch.ops.fff.tree_ffn_backward(torch.randn(4, 8), torch.randn(4, 8), *_TREE, 2, "nope"),
+     "unknown activation 'nope'"),
+    (lambda: torch.ops.fff.tree_ffn_backward(torch.ones(4, 8, dtype=torch.int32), torch.ones(4, 8, dtype=torch.int32),
+                                             *_TREE, 2, "gelu"),
+     "fff::tree_ffn takes f32, f16 or bf16 tensors, not torch.int32"),
+    (lambda: torch.ops.fff.leaf_tree_ffn_backward(torch.randn(4, 3), torch.randn(4, 8), *_leaf_weights(), 2, "relu"),
+     r"fff::leaf_tree_ffn_backward's dy is \[4, 3\] torch.float32 on cpu, expected \[4, 6\]"),
+    (lambda: torch.ops.fff.leaf_tree_ffn_backward(torch.randn(4, 6), torch.randn(4, 8), *_leaf_weights(), 7, "relu"),
+     r"a depth-7 leaf tree over rows 8 wide takes node_w \[127, 8\], got \[3, 8\]"),
+    (lambda: torch.ops.fff.tree_sublayer_backward(torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8), "rms",
+                                                  None, None, 1e-5, "tree_ffn", _TREE, 2, "gelu", "pre"),
+     "fff::tree_sublayer's norm is layer_norm or rms_norm, not 'rms'"),
+    (lambda: torch.ops.fff.tree_sublayer_backward(torch.randn(4, 3), torch.randn(4, 8), torch.randn(4, 8),
+                                                  "rms_norm", None, None, 1e-5, "tree_ffn", _TREE, 2, "gelu", "pre"),
+     r"fff::tree_sublayer_backward's dy is \[4, 3\]"),
+])
+def test_the_backward_ops_refuse_bad_arguments(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -11,67 +11,9 @@ from .._fff import FFFError
 from ._devices import CPU, placement_of_device
 from ._ops import direct_op
 from ._kernels import ELEMENT, run_rows, tensor_type
+from ._tree_checks import activation_name, check_depth, check_leaf, check_sublayer, check_tree
 from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
                              tree_ffn_autograd, tree_sublayer_autograd)
-
-ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "identity")
-
-
-def _element(name, tensor, like):
-    if tensor.dtype != like.dtype:
-        raise ValueError(f"{name} is {tensor.dtype}, but x is {like.dtype}: a tree layer's tensors share one dtype")
-    if tensor.device != like.device:
-        raise ValueError(f"{name} is on {tensor.device}, but x is on {like.device}")
-
-
-# The deepest tree the dialect takes (kMaxTreeDepth in FFFOps.cpp).
-MAX_DEPTH = 20
-
-
-def _check_depth(op, depth, min_depth):
-    if not min_depth <= depth <= MAX_DEPTH:
-        raise ValueError(f"{op}'s depth must be in [{min_depth}, {MAX_DEPTH}], got {depth}")
-
-
-def _check_common(op, x, depth, activation, min_depth):
-    """What both tree ops require of x's dtype, the depth and the activation."""
-    if x.dtype not in ELEMENT:
-        raise ValueError(f"{op} takes f32, f16 or bf16 tensors, not {x.dtype}")
-    _activation_name(activation)
-    _check_depth(op, depth, min_depth)
-
-
-def _check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
-    _check_common("fff::tree_ffn", x, depth, activation, min_depth=0)
-    nodes = 2 ** (depth + 1) - 1
-    if x.dim() < 1 or w_in.dim() != 3 or w_out.dim() != 3:
-        raise ValueError("fff::tree_ffn takes x [..., Din], w_in [K, N, Din] and w_out [K, N, Dout]")
-    trees, din = w_in.shape[0], w_in.shape[2]
-    if tuple(w_in.shape[:2]) != (trees, nodes) or tuple(w_out.shape[:2]) != (trees, nodes):
-        raise ValueError(f"a depth-{depth} tree has {nodes} nodes: w_in is {list(w_in.shape)} and w_out is "
-                         f"{list(w_out.shape)}, expected [K, {nodes}, ...]")
-    if x.shape[-1] != din:
-        raise ValueError(f"x rows are {x.shape[-1]} wide, but w_in takes {din}")
-    if b_in is not None and tuple(b_in.shape) != (trees, nodes):
-        raise ValueError(f"b_in is {list(b_in.shape)}, expected [{trees}, {nodes}]")
-    if b_out is not None and tuple(b_out.shape) != (w_out.shape[2],):
-        raise ValueError(f"b_out is {list(b_out.shape)}, expected [{w_out.shape[2]}]")
-    for name, t in (("w_in", w_in), ("b_in", b_in), ("w_out", w_out), ("b_out", b_out)):
-        if t is not None:
-            _element(name, t, x)
-
-
-def _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    _check_common("fff::leaf_tree_ffn", x, depth, activation, min_depth=1)
-    leaves, din = 2 ** depth, x.shape[-1]
-    width, dout = w1.shape[-1], w2.shape[-1]
-    expected = {"node_w": (leaves - 1, din), "node_b": (leaves - 1,), "w1": (leaves, din, width),
-                "b1": (leaves, width), "w2": (leaves, width, dout), "b2": (leaves, dout)}
-    for name, t in (("node_w", node_w), ("node_b", node_b), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)):
-        if tuple(t.shape) != expected[name]:
-            raise ValueError(f"a depth-{depth} leaf tree over rows {din} wide takes {name} "
-                             f"{list(expected[name])}, got {list(t.shape)}")
-        _element(name, t, x)
 
 
 def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, x="%x"):
@@ -117,7 +59,7 @@ def _leaf_text(element, din, width, dout, depth, activation):
 
 def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
     """fff::tree_ffn, its code compiled for and run at `placement`."""
-    _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
     text = _tree_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
@@ -138,7 +80,7 @@ def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_o
 
 @tree_ffn.register_fake
 def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu", emulate_cuda=False):
-    _check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
     return x.new_empty((*x.shape[:-1], w_out.shape[2]))
 
 
@@ -154,7 +96,7 @@ def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w
 
 def leaf_tree_ffn_on(placement, x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
     """fff::leaf_tree_ffn, its code compiled for and run at `placement`."""
-    _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     dout = w2.shape[-1]
     text = _leaf_text(ELEMENT[x.dtype], x.shape[-1], w1.shape[-1], dout, depth, activation)
     return run_rows(placement, text, "leaf", x, [node_w, node_b, w1, b1, w2, b2], dout)
@@ -162,39 +104,8 @@ def leaf_tree_ffn_on(placement, x, node_w, node_b, w1, b1, w2, b2, depth, activa
 
 @leaf_tree_ffn.register_fake
 def _(x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu", emulate_cuda=False):
-    _check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     return x.new_empty((*x.shape[:-1], w2.shape[-1]))
-
-
-def _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order):
-    """What fff::tree_sublayer requires: the tree op's own checks on x (or
-    the normalized x), a norm's parameters of its rows' width, a residual
-    shaped like the layer's result."""
-    if order not in ("pre", "post"):
-        raise ValueError(f"fff::tree_sublayer's order is 'pre' or 'post', not '{order}'")
-    if norm not in ("layer_norm", "rms_norm"):
-        raise ValueError(f"fff::tree_sublayer's norm is layer_norm or rms_norm, not '{norm}'")
-    if norm == "rms_norm" and norm_bias is not None:
-        raise ValueError("rms_norm takes no bias")
-    counts = {"tree_ffn": 4, "leaf_tree_ffn": 6}
-    if layer not in counts:
-        raise ValueError(f"fff::tree_sublayer's layer is tree_ffn or leaf_tree_ffn, not '{layer}'")
-    if len(weights) != counts[layer]:
-        raise ValueError(f"{layer} takes {counts[layer]} weights, got {len(weights)}")
-    if layer == "tree_ffn":
-        _check_tree(x, *weights, depth, activation)
-        dout = weights[2].shape[2]
-    else:
-        _check_leaf(x, *weights, depth, activation)
-        dout = weights[4].shape[-1]
-    width = x.shape[-1] if order == "pre" else dout  # of the rows the norm reads
-    for name, t in (("norm_weight", norm_weight), ("norm_bias", norm_bias)):
-        if t is not None and (tuple(t.shape) != (width,) or t.dtype != x.dtype):
-            raise ValueError(f"{name} is {list(t.shape)} {t.dtype}, expected [{width}] {x.dtype}")
-    if tuple(residual.shape) != (*x.shape[:-1], dout) or residual.dtype != x.dtype:
-        raise ValueError(f"the residual is {list(residual.shape)} {residual.dtype}, expected "
-                         f"{[*x.shape[:-1], dout]} {x.dtype}")
-    return dout
 
 
 @direct_op("fff::tree_sublayer")
@@ -220,7 +131,7 @@ def tree_sublayer(x: torch.Tensor, residual: torch.Tensor, norm: str, norm_weigh
 def tree_sublayer_on(placement, x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation,
                      order="pre"):
     """fff::tree_sublayer, its code compiled for and run at `placement`."""
-    dout = _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
+    dout = check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
     element, din = ELEMENT[x.dtype], x.shape[-1]
     tree_input = "%n" if order == "pre" else "%x"
     if layer == "tree_ffn":
@@ -250,30 +161,13 @@ def tree_sublayer_on(placement, x, residual, norm, norm_weight, norm_bias, eps, 
 
 @tree_sublayer.register_fake
 def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation, order="pre"):
-    _check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
+    check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
     return residual.new_empty(residual.shape)
 
 
 tree_ffn.register_autograd(tree_ffn_autograd, setup_context=setup_tree_context)
 leaf_tree_ffn.register_autograd(leaf_tree_ffn_autograd, setup_context=setup_tree_context)
 tree_sublayer.register_autograd(tree_sublayer_autograd, setup_context=setup_tree_sublayer_context)
-
-
-def _activation_name(activation):
-    """fff's name for an activation given as a torch module, its class or a
-    function."""
-    if isinstance(activation, str):
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation '{activation}': expected one of {', '.join(ACTIVATIONS)}")
-        return activation
-    module = activation() if isinstance(activation, type) else activation
-    kind = type(module).__name__ if isinstance(module, torch.nn.Module) else getattr(module, "__name__", "")
-    if kind == "GELU":
-        return "gelu_tanh" if getattr(module, "approximate", "none") == "tanh" else "gelu"
-    names = {"ReLU": "relu", "relu": "relu", "SiLU": "silu", "silu": "silu", "Identity": "identity", "gelu": "gelu"}
-    if kind not in names:
-        raise ValueError(f"fff has no activation for {kind or module!r}: it takes {', '.join(ACTIVATIONS)}")
-    return names[kind]
 
 
 class TreeFFN(torch.nn.Module):
@@ -290,10 +184,10 @@ class TreeFFN(torch.nn.Module):
         `output_bias`, where given, decides b_out alone (UltraFastBERT's
         layer has b_in and no b_out)."""
         super().__init__()
-        _check_depth("fff::tree_ffn", depth, min_depth=0)
+        check_depth("fff::tree_ffn", depth, min_depth=0)
         nodes = 2 ** (depth + 1) - 1
         factory = {"device": device, "dtype": dtype}
-        self.depth, self.activation = depth, _activation_name(activation)
+        self.depth, self.activation = depth, activation_name(activation)
         self.w_in = torch.nn.Parameter(torch.empty(trees, nodes, input_width, **factory))
         self.b_in = torch.nn.Parameter(torch.empty(trees, nodes, **factory)) if bias else None
         self.w_out = torch.nn.Parameter(torch.empty(trees, nodes, output_width, **factory))
@@ -334,7 +228,7 @@ class TreeFFN(torch.nn.Module):
             raise ValueError(f"linear_in {list(w_in.shape)} and linear_out {list(w_out.shape)} do not hold "
                              f"{trees} trees of depth {depth} ({nodes} nodes each)")
         has_bias_out = getattr(layer.linear_out, "bias", None) is not None
-        tree = cls(w_in.shape[1], w_out.shape[0], depth, trees, _activation_name(getattr(layer, "activation", "gelu")),
+        tree = cls(w_in.shape[1], w_out.shape[0], depth, trees, activation_name(getattr(layer, "activation", "gelu")),
                    device=w_in.device, dtype=w_in.dtype, output_bias=has_bias_out)
         with torch.no_grad():
             tree.w_in.copy_(w_in.reshape(trees, nodes, -1))
@@ -367,10 +261,10 @@ class LeafTreeFFN(torch.nn.Module):
 
     def __init__(self, input_width, leaf_width, output_width, depth, activation="relu", device=None, dtype=None):
         super().__init__()
-        _check_depth("fff::leaf_tree_ffn", depth, min_depth=1)
+        check_depth("fff::leaf_tree_ffn", depth, min_depth=1)
         leaves = 2 ** depth
         factory = {"device": device, "dtype": dtype}
-        self.depth, self.activation = depth, _activation_name(activation)
+        self.depth, self.activation = depth, activation_name(activation)
         self.node_w = torch.nn.Parameter(torch.empty(leaves - 1, input_width, **factory))
         self.node_b = torch.nn.Parameter(torch.empty(leaves - 1, **factory))
         self.w1 = torch.nn.Parameter(torch.empty(leaves, input_width, leaf_width, **factory))
@@ -403,7 +297,7 @@ class LeafTreeFFN(torch.nn.Module):
         depth = int(layer.depth.item()) if torch.is_tensor(layer.depth) else int(layer.depth)
         w1 = layer.w1s
         leaf = cls(layer.input_width, layer.leaf_width, layer.output_width, depth,
-                   _activation_name(layer.activation), device=w1.device, dtype=w1.dtype)
+                   activation_name(layer.activation), device=w1.device, dtype=w1.dtype)
         with torch.no_grad():
             leaf.node_w.copy_(layer.node_weights)
             leaf.node_b.copy_(layer.node_biases.reshape(-1))

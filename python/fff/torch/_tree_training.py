@@ -46,6 +46,7 @@ from . import _kernels
 from ._devices import placement_of_device
 from ._ops import direct_op
 from ._training import count_backward
+from ._tree_checks import check_leaf, check_sublayer, check_tree
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -183,6 +184,13 @@ def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activat
             dw1.to(w1.dtype), db1.to(b1.dtype), dw2.to(w2.dtype), db2.to(b2.dtype))
 
 
+def _check_output_grad(op, dy, x, shape):
+    """dy must be shaped and typed as the forward's output."""
+    if tuple(dy.shape) != tuple(shape) or dy.dtype != x.dtype or dy.device != x.device:
+        raise ValueError(f"{op}'s dy is {list(dy.shape)} {dy.dtype} on {dy.device}, expected {list(shape)} "
+                         f"{x.dtype} on {x.device} (the forward's output)")
+
+
 def _present(t, like):
     """A custom op's results are tensors: an absent gradient is empty."""
     return t if t is not None else like.new_empty(0)
@@ -195,10 +203,8 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
     absent bias)."""
-    expected = (*x.shape[:-1], w_out.shape[2])
-    if tuple(dy.shape) != expected or dy.dtype != x.dtype:
-        raise ValueError(f"fff::tree_ffn_backward's dy is {list(dy.shape)} {dy.dtype}, expected "
-                         f"{list(expected)} {x.dtype} (the forward's output)")
+    check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    _check_output_grad("fff::tree_ffn_backward", dy, x, (*x.shape[:-1], w_out.shape[2]))
     count_backward("tree_ffn_grad")
     grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda)
     return tuple(_present(g, x) for g in grads)
@@ -217,6 +223,8 @@ def leaf_tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, node_w: torch.T
                               activation: str) -> list[torch.Tensor]:
     """dx, dnode_w (zero), dnode_b (zero), dw1, db1, dw2, db2 of
     fff::leaf_tree_ffn."""
+    check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    _check_output_grad("fff::leaf_tree_ffn_backward", dy, x, (*x.shape[:-1], w2.shape[-1]))
     count_backward("leaf_tree_ffn_grad")
     return list(leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation))
 
@@ -299,6 +307,8 @@ def tree_sublayer_backward_op(dy: torch.Tensor, x: torch.Tensor, residual: torch
     result may not alias an input; the caller uses dy). Order "post",
     norm(residual + layer(x)): the layer and the add are recomputed, the
     norm's gradient is dresidual and flows into the layer's."""
+    check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
+    _check_output_grad("fff::tree_sublayer_backward", dy, x, residual.shape)
     count_backward("tree_sublayer_grad")
     rows, grad = x.reshape(-1, x.shape[-1]), dy.reshape(-1, dy.shape[-1])
     if order == "pre":

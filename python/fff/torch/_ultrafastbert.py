@@ -6,7 +6,8 @@ import functools
 
 import torch
 
-from ._layers import TreeFFN, _activation_name
+from ._layers import TreeFFN
+from ._tree_checks import activation_name
 
 # The activation classes UltraFastBERT's layer takes (it calls the class).
 _ACTIVATION_CLASSES = {"gelu": torch.nn.GELU, "gelu_tanh": functools.partial(torch.nn.GELU, approximate="tanh"),
@@ -99,7 +100,7 @@ def use_tree_feedforwards(model, depth, trees=1, activation="gelu"):
     layer), `output.dense` the identity, so that the dropout, the
     residual and the LayerNorm stay. Returns the model; raises ValueError
     where no layer has that shape."""
-    activation = _activation_name(activation)
+    activation = activation_name(activation)
     layers = [m for m in model.modules()
               if isinstance(getattr(m, "intermediate", None), torch.nn.Module)
               and isinstance(getattr(getattr(m, "output", None), "dense", None), torch.nn.Linear)
