@@ -279,6 +279,29 @@ def test_results_are_right_whatever_strides_torch_would_give(fallback):
     assert fff.torch.explain(model, x, grad=False, print_report=False).calls >= 1
 
 
+class WholeSliceOfNorm(torch.nn.Module):
+    """A causal LM's final norm and logits_to_keep=0: h[:, 0:, :]."""
+
+    def forward(self, h):
+        return torch.nn.functional.rms_norm(h, (h.shape[-1],), eps=1e-6)[:, 0:, :] * 2.0
+
+
+def test_a_whole_slice_of_a_region_traces_without_a_meta_failure(caplog):
+    """Traced on symbolic sizes, the slice became a slice_copy whose meta
+    kernel failed: torch logged the failure, with its traceback, at every
+    recompilation for a new batch size, before it fell back."""
+    model = WholeSliceOfNorm()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff")
+    with torch.no_grad(), caplog.at_level("ERROR"):
+        for shape in [(2, 16, 8), (3, 24, 8)]:
+            x = torch.randn(shape)
+            assert relative_error(compiled(x), model(x)) < 1e-5
+    assert not [r for r in caplog.records if "failed while attempting to run meta" in r.getMessage()], caplog.text
+    report = fff.torch.explain(model, x, grad=False, print_report=False)
+    assert dict(report.taken) == {"rms_norm": 1}, str(report)
+
+
 def test_unrelated_pointwise_work_stays_out_of_regions():
     class Rotary(torch.nn.Module):
         def forward(self, x, q):

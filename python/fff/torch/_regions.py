@@ -119,10 +119,34 @@ def _out_of_place(module):
     for node in module.graph.nodes:
         if node.op == "call_function" and node.target in (operator.iadd, operator.imul):
             node.target = operator.add if node.target is operator.iadd else operator.mul
+    _drop_whole_slices(module.graph)
     # Out of place, every op is pure: what no result needs is dead.
     module.graph.eliminate_dead_code()
     module.recompile()
     return module
+
+
+def _whole(index):
+    """Whether indexing with `index` selects everything: `[:]`, `[0:]`,
+    `[..., :]` and the like."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(part is Ellipsis or (isinstance(part, slice) and part.start in (None, 0) and part.stop is None
+                                    and part.step in (None, 1)) for part in parts)
+
+
+def _drop_whole_slices(graph):
+    """Replaces each whole slice of a value (`logits[:, 0:, :]`, as
+    transformers' causal LMs write logits_to_keep=0) with the value. Out of
+    place these are the identity; traced, such a view on symbolic sizes
+    becomes a slice_copy whose meta kernel fails (torch logs the failure
+    before it falls back). A slice of an input stays: the region's result
+    would be its input."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2 \
+                and isinstance(node.args[0], torch.fx.Node) and node.args[0].op != "placeholder" \
+                and _whole(node.args[1]):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
 
 
 def _norm_names(module):
