@@ -10,6 +10,7 @@ scenarios the corpus does not run, each against eager:
   train-ind    a training step (dropout off) with the Inductor fallback, at
                both shapes: every parameter's and float input's gradient
   train-eager  the same with the eager fallback
+  train-bf16   train-ind on the model and inputs in bf16
 
 A family fails if it gives a wrong answer, raises, or hangs (run it under
 `timeout`). Families whose eager run fails on this transformers are skipped
@@ -275,6 +276,7 @@ SCENARIOS = {
     "gradfwd": run_grad_enabled_forward,
     "train-ind": lambda t, k, kind: run_training(t, k, kind, "inductor"),
     "train-eager": lambda t, k, kind: run_training(t, k, kind, "eager"),
+    "train-bf16": lambda t, k, kind: run_training(t, k, kind, "inductor", torch.bfloat16),
 }
 
 

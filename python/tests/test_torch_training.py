@@ -318,6 +318,75 @@ def test_a_norm_whose_weight_is_computed_trains_on_fff():
     assert relative_error(trained.weight.grad, norm.weight.grad) < 1e-5
 
 
+def _widened_norms():
+    """Norms that compute in f32 on a half-width x and weight and narrow
+    the result once: (weight.float() * norm(x.float())).to(x.dtype)."""
+    from transformers.models.cohere.modeling_cohere import CohereLayerNorm
+    from transformers.models.helium.modeling_helium import HeliumRMSNorm
+
+    return {"cohere_layer_norm": (lambda: CohereLayerNorm(48, eps=1e-5), "layer_norm"),
+            "helium_rms_norm": (lambda: HeliumRMSNorm(48, eps=1e-6), "rms_norm")}
+
+
+def _trained_step(norm, x, dy):
+    """(y, dx, dweight) of one backward of `norm`."""
+    leaf = x.clone().requires_grad_()
+    norm.zero_grad()
+    y = norm(leaf)
+    y.backward(dy)
+    return y.detach(), leaf.grad, norm.weight.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("name", ["cohere_layer_norm", "helium_rms_norm"])
+def test_a_norm_computed_in_f32_on_half_width_tensors_trains_on_fff(name, dtype):
+    """Cohere's and Helium's norms widen x and the weight to f32 and narrow
+    the result: the trained op in x's dtype computes exactly that (f32
+    arithmetic, one rounding), and takes the weight before its widening."""
+    make, kind = _widened_norms()[name]
+    torch.manual_seed(0)
+    norm = make().to(dtype)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    report = fff.torch.explain(copy.deepcopy(norm), torch.randn(2, 5, 48).to(dtype).requires_grad_(),
+                               backward=True, options={"fallback": "eager"}, print_report=False)
+    assert dict(report.taken) == {kind: 1} and dict(report.backward_calls) == {f"{kind}_grad": 1}, str(report)
+    torch._dynamo.reset()
+    trained = copy.deepcopy(norm)
+    compiled = torch.compile(trained, backend="fff", options={"fallback": "eager"})
+    for shape in [(2, 5, 48), (3, 7, 48)]:
+        x, dy = torch.randn(shape).to(dtype), torch.randn(shape).to(dtype)
+        # The f32 reference of what eager rounds.
+        expected = _trained_step(copy.deepcopy(norm).float(), x.float(), dy.float())
+        actual = _trained_step(compiled, x, dy)
+        eager = _trained_step(norm, x, dy)
+        for a, e, f in zip(actual, eager, expected):
+            assert a.dtype == e.dtype == dtype
+            # fff's bits are eager's or closer to the f32 reference.
+            assert relative_error(a, f) <= relative_error(e, f) + 1e-3, (relative_error(a, f), relative_error(e, f))
+
+
+def test_a_widened_norm_with_f32_master_weights_stays_with_the_fallback():
+    """bf16 activations and an f32 weight: the trained ops take the weight
+    in x's dtype, and rounding it there would change the answer."""
+    from transformers.models.helium.modeling_helium import HeliumRMSNorm
+
+    torch.manual_seed(0)
+    norm = HeliumRMSNorm(48, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(2, 5, 48).to(torch.bfloat16)
+    report = fff.torch.explain(copy.deepcopy(norm), x.clone().requires_grad_(), backward=True,
+                               options={"fallback": "eager"}, print_report=False)
+    assert not report.taken and any("not widened from its input's torch.bfloat16" in reason
+                                    for (_, reason) in report.left), str(report)
+    torch._dynamo.reset()
+    compiled = torch.compile(copy.deepcopy(norm), backend="fff", options={"fallback": "eager"})
+    dy = torch.randn(2, 5, 48).to(torch.bfloat16)
+    for a, e in zip(_trained_step(compiled, x, dy)[:2], _trained_step(norm, x, dy)[:2]):
+        assert torch.equal(a, e)
+
+
 # One training step of two norms, in a fresh process: which threads run
 # fff's blocks is fixed per process, at its first parallel loop.
 _THREADS_SCRIPT = """

@@ -205,12 +205,16 @@ def _take_trained_region(gm, node, index, inner, report, placement):
             report.leave(n, "in a training graph fff takes a norm written out in ops only where the region is "
                          "exactly the norm: this one computes more")
         return False
-    inputs = list(node.args)
-    weight, bias = (None if i is None else inputs[i] for i in (norm.weight, norm.bias))
+    operands = norm.operands(list(node.args))
+    if isinstance(operands, str):
+        for n in inner:
+            report.leave(n, f"its norm was not trained by fff: {operands}")
+        return False
+    x, weight, bias = operands
     outputs = _outputs(getattr(gm, node.target))
     results = [u for u in node.users] if isinstance(outputs, (tuple, list)) else [node]
-    return replace_with_trained_norm(gm, node, results, norm.kind, inputs[norm.x], weight, bias, 1, norm.eps,
-                                     inner, report, placement)
+    return replace_with_trained_norm(gm, node, results, norm.kind, x, weight, bias, 1, norm.eps, inner, report,
+                                     placement)
 
 
 def _outputs(module):

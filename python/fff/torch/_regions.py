@@ -44,13 +44,48 @@ _NORM_OPS = ("layer_norm", "rms_norm", "tree_ffn", "leaf_tree_ffn")
 class ExactNorm:
     """A region that is one norm of its inputs and nothing else (a
     hand-written RMSNorm, say), as raising found it: which inputs are x and
-    the parameters."""
+    the parameters. A `widened` one computes on x widened to f32, with f32
+    parameters, and narrows the result back to x's dtype (Cohere's and
+    Helium's norms: `(weight.float() * norm(x.float())).to(x.dtype)`)."""
 
     kind: str  # layer_norm or rms_norm
     x: int
     weight: int | None
     bias: int | None
     eps: float
+    widened: bool = False
+
+    def operands(self, inputs):
+        """(x, weight, bias) for the norm's op in x's dtype, from the region
+        call's `inputs` (graph nodes; None for an absent parameter), or a
+        reason (a string) where there is none. A widened norm's f32
+        parameter must itself be widened from x's dtype, which rounds
+        nothing: the norm then takes what was widened."""
+        x = inputs[self.x]
+        parameters = [None if i is None else inputs[i] for i in (self.weight, self.bias)]
+        if not self.widened:
+            return x, *parameters
+        dtype = example_value(x).dtype if isinstance(x, torch.fx.Node) else None
+        narrow = [p if p is None else _widened_from(p, dtype) for p in parameters]
+        if any(n is None for n, p in zip(narrow, parameters) if p is not None):
+            return (f"it computes in f32 on f32 parameters that are not widened from its input's {dtype}: "
+                    f"fff's trained norms take parameters of their input's dtype")
+        return x, *narrow
+
+
+def _widened_from(node, dtype):
+    """The tensor that `node` widens to f32 (x.float(), x.to(torch.float32))
+    where that tensor is of `dtype`; None otherwise."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_method":
+        return None
+    source, rest = (node.args[0], node.args[1:]) if node.args else (None, ())
+    widening = (node.target == "float" and not rest and not node.kwargs) or \
+        (node.target in ("to", "type") and ((rest == (torch.float32,) and not node.kwargs) or
+                                            (not rest and node.kwargs == {"dtype": torch.float32})))
+    value = example_value(source) if isinstance(source, torch.fx.Node) else None
+    if not widening or not isinstance(value, torch.Tensor) or value.dtype != dtype:
+        return None
+    return source
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,21 +244,40 @@ def _raised_ops(raised):
     return found
 
 
-_EXACT_NORM = re.compile(r"^\s*(%\w+) = fff\.(layer_norm|rms_norm) %arg(\d+)"
+_EXACT_NORM = re.compile(r"^\s*(%\w+) = fff\.(layer_norm|rms_norm) (%\w+)"
                          r"(?: scale\(%arg(\d+) : [^)]*\))?(?: bias\(%arg(\d+) : [^)]*\))?"
                          r"(?: \{epsilon = ([-+.\w]+) : f32\})? : [^ ]+$")
+# A linalg.generic that only converts its one input's elements (arith.extf
+# or arith.truncf), as torch-mlir imports `.to(dtype)`.
+_CONVERSION = re.compile(r"^\s*(%\w+) = linalg\.generic \{[^\n]*\} ins\((%\w+) : [^)]*\) outs\([^)]*\) \{\n"
+                         r"\s*\^bb0\([^)]*\):\n"
+                         r"\s*(%\w+) = arith\.(extf|truncf) %in : (\w+) to (\w+)\n"
+                         r"\s*linalg\.yield \3 : \w+\n"
+                         r"\s*\} -> ", re.MULTILINE)
 
 
 def _exact_norm(raised):
     """The region's ExactNorm, if its raised module returns one norm op
-    applied to its arguments (and computes nothing else it returns)."""
+    applied to its arguments (and computes nothing else it returns), or the
+    norm in f32 of an argument widened to f32, narrowed back to its type."""
     norms = [m for m in map(_EXACT_NORM.match, raised.splitlines()) if m]
     returned = re.findall(r"^\s*return (%\w+) :", raised, re.MULTILINE)
-    if len(norms) != 1 or returned != [norms[0].group(1)] or raised.count("fff.") != 1:
+    if len(norms) != 1 or len(returned) != 1 or raised.count("fff.") != 1:
         return None
-    _, kind, x, weight, bias, eps = norms[0].groups()
+    result, kind, x, weight, bias, eps = norms[0].groups()
+    # value -> (its converted operand, extf or truncf, from type, to type)
+    conversions = {m.group(1): (m.group(2), m.group(4), m.group(5), m.group(6)) for m in _CONVERSION.finditer(raised)}
+    widen, narrow = conversions.get(x), conversions.get(returned[0])
+    widened = raised.count("linalg.generic") == 2 and widen is not None and narrow is not None and \
+        widen[1:] == ("extf", narrow[3], "f32") and narrow == (result, "truncf", "f32", widen[2])
+    if widened:
+        x = widen[0]
+    elif returned != [result]:
+        return None
+    if not re.fullmatch(r"%arg\d+", x):
+        return None
     as_index = lambda text: None if text is None else int(text)  # noqa: E731
-    return ExactNorm(kind, int(x), as_index(weight), as_index(bias), float(eps) if eps else 1e-5)
+    return ExactNorm(kind, int(x[4:]), as_index(weight), as_index(bias), float(eps) if eps else 1e-5, widened)
 
 
 def exact_norm(index):

@@ -196,9 +196,10 @@ def take_region_sublayers(gm, report, pipeline="cpu"):
         if found is None or added is None or tree_args is None:
             continue
         (call, norm), (add, dropout, residual) = found, added
-        inputs = call.args[0]
-        x = inputs[norm.x]
-        weight, bias = (None if i is None else inputs[i] for i in (norm.weight, norm.bias))
+        operands = norm.operands(call.args[0])
+        if isinstance(operands, str):
+            continue
+        x, weight, bias = operands
         values = [_value(n) for n in (x, residual, add, tree.args[0], tree)]
         if not all(isinstance(n, torch.fx.Node) for n in (x, residual)) or not _alike(values):
             continue
