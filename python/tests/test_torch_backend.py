@@ -302,6 +302,12 @@ def test_a_whole_slice_of_a_region_traces_without_a_meta_failure(caplog):
     assert dict(report.taken) == {"rms_norm": 1}, str(report)
 
 
+@pytest.mark.parametrize("index", [-1, 10 ** 6])
+def test_fff_region_of_an_index_no_region_has_is_a_one_line_error(index):
+    with pytest.raises(ValueError, match=rf"fff::region {index} names no region compiled in this process"):
+        torch.ops.fff.region([torch.randn(3)], index)
+
+
 def test_unrelated_pointwise_work_stays_out_of_regions():
     class Rotary(torch.nn.Module):
         def forward(self, x, q):

@@ -111,14 +111,24 @@ def results_of(value):
 @torch.library.custom_op("fff::region", mutates_args=())
 def region(inputs: list[torch.Tensor], index: int) -> list[torch.Tensor]:
     """Runs region `index`, compiled by fff, on its inputs."""
-    return _REGIONS[index](inputs)
+    return _region(index)(inputs)
 
 
 @region.register_fake
 def _(inputs, index):
     # fff's code returns new contiguous tensors, whatever layout torch's own
     # ops would have given: the fake says so, and torch plans around it.
-    return [torch.empty(r.shape, dtype=r.dtype, device=r.device) for r in results_of(_REGIONS[index].module(*inputs))]
+    return [torch.empty(r.shape, dtype=r.dtype, device=r.device) for r in results_of(_region(index).module(*inputs))]
+
+
+def _region(index):
+    """The compiled region `index` names (a graph's call of fff::region is
+    only valid in the process, and while the executables live, that
+    compiled it)."""
+    if not 0 <= index < len(_REGIONS):
+        raise ValueError(f"fff::region {index} names no region compiled in this process "
+                         f"({len(_REGIONS)} are): call it only from the graphs the fff backend made")
+    return _REGIONS[index]
 
 
 def register(entry):
@@ -282,7 +292,7 @@ def _exact_norm(raised):
 
 def exact_norm(index):
     """Region `index`'s ExactNorm, or None."""
-    return _REGIONS[index].norm
+    return _region(index).norm
 
 
 def _concrete(values, seed=0):
