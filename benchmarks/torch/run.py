@@ -7,7 +7,9 @@
 Cases: norm-heavy blocks that are all fff's (a residual add + LayerNorm, a
 LLaMA RMSNorm), transformers' BERT and LLaMA layers (fff takes the norms,
 Inductor the rest), and a pre-LN block whose FFN is an fff.torch.TreeFFN
-(against the dense 768->3072->768 FF it replaces, under Inductor). Prints the
+(against the dense 768->3072->768 FF it replaces, under Inductor), and
+UltraFastBERT's own masked layer, which the backend raises to its tree op
+(fff/torch/_masked_trees.py). Prints the
 median time per call (compilation excluded), fff's ratio to each baseline
 (>1: fff is faster), and how much of each graph fff took. Nothing asserts a
 speed; the table is the result.
@@ -26,6 +28,7 @@ import fff.torch
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--quick", action="store_true", help="smaller shapes and fewer repetitions")
 parser.add_argument("--threads", type=int, default=os.cpu_count())
+parser.add_argument("--only", help="run only the cases whose name holds this text (and skip the closing tree row)")
 options = parser.parse_args()
 torch.set_num_threads(options.threads)
 REPEAT = 5 if options.quick else 20
@@ -116,6 +119,10 @@ def cases():
     yield f"BERT-base layer {batch}x128", BertOnly(), (torch.randn(batch, 128, 768),)
     yield f"LLaMA layer (768) {batch}x128", LlamaLayer(), (torch.randn(batch, 128, 768),)
     yield f"pre-LN TreeFFN block {ROWS // 4}x768", PreLNBlock(True), (torch.randn(ROWS // 4, 768),)
+    # UltraFastBERT-1x11 as its authors' code computes it (the masked dense
+    # layer): fff raises it to its tree op, Inductor compiles what it says.
+    yield f"UltraFastBERT's own layer (1x11) {ROWS}x768", fff.torch.MaskedTreeFFN(768, 768, 11, 1), \
+        (torch.randn(ROWS, 768),)
 
 
 def main():
@@ -124,6 +131,8 @@ def main():
     print("| case | eager | Inductor | fff | fff vs eager | fff vs Inductor | fff's error | fff took |")
     print("|---|---|---|---|---|---|---|---|")
     for name, model, args in cases():
+        if options.only and options.only not in name:
+            continue
         model.eval()
         times = {}
         for backend in ("eager", "inductor", "fff"):
@@ -140,6 +149,8 @@ def main():
         print(f"| {name} | {times['eager']:.2f} | {times['inductor']:.2f} | {times['fff']:.2f} | "
               f"{times['eager'] / times['fff']:.2f}x | {times['inductor'] / times['fff']:.2f}x | {error:.1e} | "
               f"{report.ops_taken}/{report.ops} ops: {took} |", flush=True)
+    if options.only:
+        return
     # The tree layer against the dense FF it replaces, both compiled.
     x = torch.randn(ROWS // 4, 768)
     dense, tree = PreLNBlock(False).eval(), PreLNBlock(True).eval()

@@ -16,6 +16,7 @@ from ._backward_fusion import with_backward_fusion
 from ._devices import Unplaced, copied_inputs, placement_of
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
+from ._masked_trees import raise_masked_tree_layers
 from ._placed_ops import place_fff_ops
 from ._regions import LOCK, Refused, compile_region, exact_norm
 from ._report import Report
@@ -351,6 +352,7 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         return _leave_graph(nodes, report, reason, fallback)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
                                                for t in example_inputs)
+    raise_masked_tree_layers(gm)
     if training:
         # A training graph: its norms, forward and backward, run on fff's
         # kernels; everything else, and its gradient, is the fallback's.

@@ -76,18 +76,16 @@ class Report:
         """Records an fff call of `kind` standing for `nodes` (Dynamo's, or
         their names), whose code `pipeline` compiled, and which copies
         inputs for the reasons `copies`."""
-        region = Region(kind, collections.Counter(taken),
-                        [n if isinstance(n, str) else op_name(n) for n in nodes], index, pipeline, list(copies))
+        region = Region(kind, collections.Counter(taken), _op_names(nodes), index, pipeline, list(copies))
         self.regions.append(region)
         self.taken.update(region.taken)
-        self.ops_taken += len(nodes)
+        self.ops_taken += len(region.ops)
         log.info("fff took %s", region)
 
     def take_backward(self, kind, taken, nodes, pipeline="cpu"):
         """Records the backward fff call of `kind` that the forward's call for
         `nodes` brings into the backward graph."""
-        region = Region(kind, collections.Counter(taken),
-                        [n if isinstance(n, str) else op_name(n) for n in nodes], pipeline=pipeline)
+        region = Region(kind, collections.Counter(taken), _op_names(nodes), pipeline=pipeline)
         self.backward.append(region)
         self.backward_taken.update(region.taken)
         log.info("fff's backward takes %s", region)
@@ -127,3 +125,12 @@ class Report:
                 lines.append("of which applied a dropout's mask to dy as they read it: " + ", ".join(
                     f"{name} x{count}" for name, count in sorted(self.backward_dy_masks.items())))
         return "\n".join(lines)
+
+
+def _op_names(nodes):
+    """The ops `nodes` (Dynamo's, or their names) stand for, by name: an op
+    fff raised from others (_masked_trees.py) stands for those."""
+    names = []
+    for n in nodes:
+        names += [n] if isinstance(n, str) else n.meta.get("fff_raised_ops", [op_name(n)])
+    return names

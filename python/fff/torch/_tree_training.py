@@ -191,6 +191,13 @@ def _check_output_grad(op, dy, x, shape):
                          f"{x.dtype} on {x.device} (the forward's output)")
 
 
+def _fresh(t):
+    """A fake result like `t`, contiguous whatever `t`'s strides: the
+    gradients are new tensors in row-major order (empty_like would keep a
+    transposed weight's strides, and Inductor would plan for them)."""
+    return t.new_empty(t.shape)
+
+
 def _present(t, like):
     """A custom op's results are tensors: an absent gradient is empty."""
     return t if t is not None else like.new_empty(0)
@@ -213,8 +220,8 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
 @tree_ffn_backward_op.register_fake
 def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
     empty = x.new_empty(0)
-    return (torch.empty_like(x), torch.empty_like(w_in), torch.empty_like(b_in) if b_in is not None else empty,
-            torch.empty_like(w_out), torch.empty_like(b_out) if b_out is not None else empty)
+    return (_fresh(x), _fresh(w_in), _fresh(b_in) if b_in is not None else empty, _fresh(w_out),
+            _fresh(b_out) if b_out is not None else empty)
 
 
 @direct_op("fff::leaf_tree_ffn_backward")
@@ -231,7 +238,7 @@ def leaf_tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, node_w: torch.T
 
 @leaf_tree_ffn_backward_op.register_fake
 def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    return [torch.empty_like(t) for t in (x, node_w, node_b, w1, b1, w2, b2)]
+    return [_fresh(t) for t in (x, node_w, node_b, w1, b1, w2, b2)]
 
 
 def setup_tree_context(ctx, inputs, output):
@@ -329,7 +336,7 @@ def tree_sublayer_backward_op(dy: torch.Tensor, x: torch.Tensor, residual: torch
 
 @tree_sublayer_backward_op.register_fake
 def _(dy, x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation, order):
-    like = lambda t: torch.empty_like(t) if t is not None else x.new_empty(0)  # noqa: E731
+    like = lambda t: _fresh(t) if t is not None else x.new_empty(0)  # noqa: E731
     return [like(t) for t in (x, residual if order == "post" else None, norm_weight, norm_bias, *weights)]
 
 

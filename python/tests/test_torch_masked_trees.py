@@ -1,0 +1,115 @@
+"""The backend raises UltraFastBERT's own layer (the authors' masked dense
+formulation) to fff::tree_ffn, by what it computes
+(fff/torch/_masked_trees.py): values and gradients against eager, and the
+near misses it must leave alone."""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+import fff.torch  # noqa: E402
+from test_torch_layers import UltraFastBERTLayer  # noqa: E402
+
+
+def relative_error(actual, expected):
+    return ((actual.double() - expected.double()).norm() / expected.double().norm()).item()
+
+
+class TiesGoRight(UltraFastBERTLayer):
+    """The authors' inference code's routing (logit >= 0): not fff.tree_ffn
+    where a logit is exactly 0."""
+
+    def forward(self, oldx):
+        x = oldx.reshape(-1, self.input_width)
+        batch = x.shape[0]
+        logits = self.linear_in(x)
+        decisions = (logits >= 0).long().view(batch, self.parallel_size, self.n_nodes)
+        logits = self.activation(logits).view(batch, self.parallel_size, self.n_nodes)
+        with torch.no_grad():
+            nodes = torch.zeros((batch, self.parallel_size), dtype=torch.long)
+            on_path = torch.zeros_like(logits)
+            on_path.scatter_(2, nodes.unsqueeze(-1), 1.0)
+            for level in range(self.depth):
+                nodes = (nodes - (2 ** level - 1)) * 2 + torch.gather(decisions, 2, nodes.unsqueeze(2)).squeeze(2) \
+                    + 2 ** (level + 1) - 1
+                on_path.scatter_(2, nodes.unsqueeze(-1), 1.0)
+        return self.linear_out((logits * on_path).flatten(1, 2)).reshape(*oldx.shape[:-1], self.output_width)
+
+
+class DenseFeedforward(torch.nn.Module):
+    """Linear (with bias), GELU, Linear (without): a tree of depth 0 with
+    one tree per neuron, which matrix products compute faster."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear_in = torch.nn.Linear(32, 63)
+        self.linear_out = torch.nn.Linear(63, 32, bias=False)
+
+    def forward(self, x):
+        return self.linear_out(torch.nn.functional.gelu(self.linear_in(x)))
+
+
+class PostLNBlock(torch.nn.Module):
+    def __init__(self, feedforward, width=32):
+        super().__init__()
+        self.norm, self.feedforward = torch.nn.LayerNorm(width), feedforward
+
+    def forward(self, h):
+        return self.norm(h + self.feedforward(h))
+
+
+def _layers():
+    torch.manual_seed(0)
+    return {
+        "ultrafastbert d4 K2": UltraFastBERTLayer(32, 32, depth=4, parallel_size=2),
+        "ultrafastbert d3 relu": UltraFastBERTLayer(32, 32, depth=3, parallel_size=1, activation=torch.nn.ReLU),
+        "masked tree ffn d5": fff.torch.MaskedTreeFFN(32, 32, 5, 1),
+    }
+
+
+@pytest.mark.parametrize("name", list(_layers()))
+@pytest.mark.parametrize("training", [False, True])
+def test_the_authors_layer_runs_as_tree_ffn(name, training):
+    model = PostLNBlock(_layers()[name])
+    x = torch.randn(3, 9, 32, requires_grad=training)
+    with torch.set_grad_enabled(training):
+        report = fff.torch.explain(copy.deepcopy(model), x, backward=training, options={"fallback": "eager"},
+                                   print_report=False)
+    assert report.taken["tree_ffn"] == 1, str(report)
+    assert not any(name == "linear" for (name, _) in report.left), str(report)
+    if training:
+        assert report.backward_calls["tree_ffn_grad"] == 1, str(report)
+    torch._dynamo.reset()
+    compiled_model = copy.deepcopy(model)
+    compiled = torch.compile(compiled_model, backend="fff")
+    for shape in [(3, 9, 32), (5, 7, 32), (2, 11, 32)]:  # the second compiles for a dynamic batch
+        x = torch.randn(shape)
+        if not training:
+            with torch.no_grad():
+                assert relative_error(compiled(x), model(x)) < 1e-5
+            continue
+        leaf, reference = x.clone().requires_grad_(), x.clone().requires_grad_()
+        dy = torch.randn(shape)
+        compiled_model.zero_grad()
+        model.zero_grad()
+        compiled(leaf).backward(dy)
+        model(reference).backward(dy)
+        assert relative_error(leaf.grad, reference.grad) < 1e-5
+        for p, q in zip(compiled_model.parameters(), model.parameters()):
+            assert relative_error(p.grad, q.grad) < 1e-5
+
+
+@pytest.mark.parametrize("make", [lambda: TiesGoRight(32, 32, depth=3, parallel_size=2), DenseFeedforward],
+                         ids=["ties go right", "dense feedforward"])
+def test_what_is_not_the_authors_layer_is_left_alone(make):
+    torch.manual_seed(0)
+    model = make()
+    with torch.no_grad():
+        report = fff.torch.explain(copy.deepcopy(model), torch.randn(4, 32), print_report=False)
+        assert "tree_ffn" not in report.taken, str(report)
+        torch._dynamo.reset()
+        x = torch.randint(-1, 2, (64, 32)).float()  # ties, where TiesGoRight differs
+        assert relative_error(torch.compile(copy.deepcopy(model), backend="fff")(x), model(x)) < 1e-6
