@@ -291,3 +291,27 @@ _TREE = [torch.randn(1, 7, 8), torch.randn(1, 7), torch.randn(1, 7, 8), None]
 def test_the_backward_ops_refuse_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_transposed_weight_trains_under_inductor():
+    """The backward ops' results are contiguous whatever the weights'
+    strides, and their fake kernels say so: a fake that kept a transposed
+    w_out's strides failed Inductor's check of the real result's."""
+    torch.manual_seed(0)
+    w_in = torch.randn(1, 15, 16, requires_grad=True)
+    b_in = torch.randn(1, 15, requires_grad=True)
+    linear_out = torch.randn(8, 15, requires_grad=True)  # a Linear's [Dout, K*N]
+
+    def layer(x):
+        return torch.ops.fff.tree_ffn(x, w_in, b_in, linear_out.t().reshape(1, 15, 8), None, 3, "gelu")
+
+    x, dy = torch.randn(6, 16), torch.randn(6, 8)
+    grads = []
+    for run in (layer, torch.compile(layer, backend="inductor")):
+        for t in (w_in, b_in, linear_out):
+            t.grad = None
+        leaf = x.clone().requires_grad_()
+        run(leaf).backward(dy)
+        grads.append([leaf.grad, w_in.grad, b_in.grad, linear_out.grad])
+    for actual, expected in zip(*grads):
+        assert torch.allclose(actual, expected, rtol=1e-5, atol=1e-6)
