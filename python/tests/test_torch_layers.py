@@ -76,7 +76,7 @@ class UltraFastBERTLayer(torch.nn.Module):
         x = oldx.reshape(-1, self.input_width)
         batch = x.shape[0]
         logits = self.linear_in(x)
-        decisions = (logits > 0).long().view(batch, self.parallel_size, self.n_nodes)
+        decisions = self.decide(logits).long().view(batch, self.parallel_size, self.n_nodes)
         logits = self.activation(logits).view(batch, self.parallel_size, self.n_nodes)
         with torch.no_grad():
             nodes = torch.zeros((batch, self.parallel_size), dtype=torch.long)
@@ -89,6 +89,11 @@ class UltraFastBERTLayer(torch.nn.Module):
                 on_path.scatter_(2, nodes.unsqueeze(-1), 1.0)
         y = self.linear_out((logits * on_path).flatten(1, 2))
         return y.reshape(*oldx.shape[:-1], self.output_width)
+
+    @staticmethod
+    def decide(logits):
+        """Which logits send their row right: theirs is `logits > 0`."""
+        return logits > 0
 
 
 def test_converted_from_ultrafastbert():

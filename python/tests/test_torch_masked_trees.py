@@ -22,21 +22,9 @@ class TiesGoRight(UltraFastBERTLayer):
     """The authors' inference code's routing (logit >= 0): not fff.tree_ffn
     where a logit is exactly 0."""
 
-    def forward(self, oldx):
-        x = oldx.reshape(-1, self.input_width)
-        batch = x.shape[0]
-        logits = self.linear_in(x)
-        decisions = (logits >= 0).long().view(batch, self.parallel_size, self.n_nodes)
-        logits = self.activation(logits).view(batch, self.parallel_size, self.n_nodes)
-        with torch.no_grad():
-            nodes = torch.zeros((batch, self.parallel_size), dtype=torch.long)
-            on_path = torch.zeros_like(logits)
-            on_path.scatter_(2, nodes.unsqueeze(-1), 1.0)
-            for level in range(self.depth):
-                nodes = (nodes - (2 ** level - 1)) * 2 + torch.gather(decisions, 2, nodes.unsqueeze(2)).squeeze(2) \
-                    + 2 ** (level + 1) - 1
-                on_path.scatter_(2, nodes.unsqueeze(-1), 1.0)
-        return self.linear_out((logits * on_path).flatten(1, 2)).reshape(*oldx.shape[:-1], self.output_width)
+    @staticmethod
+    def decide(logits):
+        return logits >= 0
 
 
 class DenseFeedforward(torch.nn.Module):
