@@ -244,8 +244,11 @@ def raise_masked_tree_layers(gm):
         with graph.inserting_before(candidate.result):
             weights_in = graph.call_method("view", (candidate.w_in, trees, nodes_per_tree, din))
             biases_in = graph.call_method("view", (candidate.b_in, trees, nodes_per_tree))
-            transposed = graph.call_method("t", (candidate.w_out,))
-            weights_out = graph.call_method("reshape", (transposed, trees, nodes_per_tree, dout))
+            # Each neuron's output weights as a row, copied by the fallback's
+            # own code (Inductor's transpose is faster than the copy the fff
+            # call would make of a strided view).
+            transposed = graph.call_method("contiguous", (graph.call_method("t", (candidate.w_out,)),))
+            weights_out = graph.call_method("view", (transposed, trees, nodes_per_tree, dout))
             call = graph.call_function(torch.ops.fff.tree_ffn.default,
                                        (candidate.x, weights_in, biases_in, weights_out, None, depth, activation))
         _note_values(weights_in, biases_in, transposed, weights_out, call, candidate)
@@ -265,8 +268,10 @@ def _note_values(weights_in, biases_in, transposed, weights_out, call, candidate
     x, w_in, b_in, w_out, y = (example_value(n) for n in (candidate.x, candidate.w_in, candidate.b_in,
                                                          candidate.w_out, candidate.result))
     with getattr(x, "fake_mode", None) or contextlib.nullcontext():
+        rows_out = w_out.t().contiguous()
         values = {weights_in: w_in.view(*weights_in.args[1:]), biases_in: b_in.view(*biases_in.args[1:]),
-                  transposed: w_out.t(), weights_out: w_out.t().reshape(*weights_out.args[1:])}
+                  transposed.args[0]: w_out.t(), transposed: rows_out,
+                  weights_out: rows_out.view(*weights_out.args[1:])}
     values[call] = y
     for node, value in values.items():
         node.meta["example_value"] = value
