@@ -22,6 +22,7 @@ and activation that fit the shapes; the call is replaced only where one
 of them gives the same values. Other calls are left as they are."""
 
 import contextlib
+import dataclasses
 import math
 
 import torch
@@ -29,6 +30,7 @@ import torch
 from ._nodes import example_value, op_name
 from ._tree_checks import ACTIVATIONS, MAX_DEPTH
 from ._tree_training import _activation_and_slope
+from ._ultrafastbert import path_mask
 
 _LINEAR = (torch._C._nn.linear, torch.nn.functional.linear)
 _TREE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -50,13 +52,17 @@ def _module_calls(gm):
     return calls
 
 
+@dataclasses.dataclass
 class _Candidate:
     """A module call that may be the masked layer: its nodes, its result,
     and the rows and parameters it reads."""
 
-    def __init__(self, nodes, result, x, w_in, b_in, w_out):
-        self.nodes, self.result = nodes, result
-        self.x, self.w_in, self.b_in, self.w_out = x, w_in, b_in, w_out
+    nodes: list
+    result: torch.fx.Node
+    x: torch.fx.Node
+    w_in: torch.fx.Node
+    b_in: torch.fx.Node
+    w_out: torch.fx.Node
 
 
 def _linear_arguments(node):
@@ -136,20 +142,13 @@ def _concrete_shape(value):
 
 
 def _tree_values(rows, w_in, b_in, w_out, trees, depth, activation):
-    """fff.tree_ffn's definition on rows [B, Din], in f64, for weights laid
-    out as the layer's Linears hold them (tree k's node n at row k * N + n
-    of w_in, column k * N + n of w_out): every logit at once, then each
-    row's path through them, so that memory stays at one value per row and
-    node whatever K is."""
-    nodes = 2 ** (depth + 1) - 1
-    logits = (rows @ w_in.t() + b_in).view(-1, trees, nodes)
-    node = torch.zeros(rows.shape[0], trees, 1, dtype=torch.int64)
-    masked = torch.zeros_like(logits)
-    for _ in range(depth + 1):
-        logit = logits.gather(2, node)
-        masked.scatter_(2, node, _activation_and_slope(activation, logit)[0])
-        node = 2 * node + 1 + (logit > 0).to(torch.int64)
-    return masked.view(rows.shape[0], -1) @ w_out.t()
+    """fff.tree_ffn's values on rows [B, Din], for weights laid out as the
+    layer's Linears hold them (tree k's node n at row k * N + n of w_in,
+    column k * N + n of w_out), computed as MaskedTreeFFN computes them:
+    every logit, the paths' mask, a dense product."""
+    logits = (rows @ w_in.t() + b_in).view(rows.shape[0], trees, -1)
+    hidden = _activation_and_slope(activation, logits)[0] * path_mask(logits, depth)
+    return hidden.flatten(1) @ w_out.t()
 
 
 def _examples(shape, width, outputs):

@@ -8,7 +8,7 @@ import operator
 import torch
 
 from ._nodes import FLOATS as _FLOATS, REGION_OP, TREE_OPS, example_value as _value, op_name, writes_unseen
-from ._regions import exact_norm
+from ._regions import Refused, exact_norm
 
 
 def _is_eval_dropout(node):
@@ -196,10 +196,10 @@ def take_region_sublayers(gm, report, pipeline="cpu"):
         if found is None or added is None or tree_args is None:
             continue
         (call, norm), (add, dropout, residual) = found, added
-        operands = norm.operands(call.args[0])
-        if isinstance(operands, str):
+        try:
+            x, weight, bias = norm.operands(call.args[0])
+        except Refused:
             continue
-        x, weight, bias = operands
         values = [_value(n) for n in (x, residual, add, tree.args[0], tree)]
         if not all(isinstance(n, torch.fx.Node) for n in (x, residual)) or not _alike(values):
             continue

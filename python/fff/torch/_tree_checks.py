@@ -98,6 +98,14 @@ def check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, de
     return dout
 
 
+def check_output_grad(op, dy, x, shape):
+    """What a tree op's backward `op` requires of dy: the forward's output's
+    shape, dtype and device."""
+    if tuple(dy.shape) != tuple(shape) or dy.dtype != x.dtype or dy.device != x.device:
+        raise ValueError(f"{op}'s dy is {list(dy.shape)} {dy.dtype} on {dy.device}, expected {list(shape)} "
+                         f"{x.dtype} on {x.device} (the forward's output)")
+
+
 def activation_name(activation):
     """fff's name for an activation given as a torch module, its class or a
     function."""

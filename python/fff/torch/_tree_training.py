@@ -46,7 +46,7 @@ from . import _kernels
 from ._devices import placement_of_device
 from ._ops import direct_op
 from ._training import count_backward
-from ._tree_checks import check_leaf, check_sublayer, check_tree
+from ._tree_checks import check_leaf, check_output_grad, check_sublayer, check_tree
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -184,18 +184,12 @@ def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activat
             dw1.to(w1.dtype), db1.to(b1.dtype), dw2.to(w2.dtype), db2.to(b2.dtype))
 
 
-def _check_output_grad(op, dy, x, shape):
-    """dy must be shaped and typed as the forward's output."""
-    if tuple(dy.shape) != tuple(shape) or dy.dtype != x.dtype or dy.device != x.device:
-        raise ValueError(f"{op}'s dy is {list(dy.shape)} {dy.dtype} on {dy.device}, expected {list(shape)} "
-                         f"{x.dtype} on {x.device} (the forward's output)")
-
-
-def _fresh(t):
-    """A fake result like `t`, contiguous whatever `t`'s strides: the
-    gradients are new tensors in row-major order (empty_like would keep a
-    transposed weight's strides, and Inductor would plan for them)."""
-    return t.new_empty(t.shape)
+def _fresh(t, like):
+    """A fake result like `t`, contiguous whatever `t`'s strides (the
+    gradients are new tensors in row-major order; empty_like would keep a
+    transposed weight's strides, and Inductor would plan for them), or
+    empty for an absent `t`, as _present gives it."""
+    return t.new_empty(t.shape) if t is not None else like.new_empty(0)
 
 
 def _present(t, like):
@@ -211,7 +205,7 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
     """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
     absent bias)."""
     check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
-    _check_output_grad("fff::tree_ffn_backward", dy, x, (*x.shape[:-1], w_out.shape[2]))
+    check_output_grad("fff::tree_ffn_backward", dy, x, (*x.shape[:-1], w_out.shape[2]))
     count_backward("tree_ffn_grad")
     grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda)
     return tuple(_present(g, x) for g in grads)
@@ -219,9 +213,7 @@ def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, 
 
 @tree_ffn_backward_op.register_fake
 def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
-    empty = x.new_empty(0)
-    return (_fresh(x), _fresh(w_in), _fresh(b_in) if b_in is not None else empty, _fresh(w_out),
-            _fresh(b_out) if b_out is not None else empty)
+    return tuple(_fresh(t, x) for t in (x, w_in, b_in, w_out, b_out))
 
 
 @direct_op("fff::leaf_tree_ffn_backward")
@@ -231,14 +223,14 @@ def leaf_tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, node_w: torch.T
     """dx, dnode_w (zero), dnode_b (zero), dw1, db1, dw2, db2 of
     fff::leaf_tree_ffn."""
     check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
-    _check_output_grad("fff::leaf_tree_ffn_backward", dy, x, (*x.shape[:-1], w2.shape[-1]))
+    check_output_grad("fff::leaf_tree_ffn_backward", dy, x, (*x.shape[:-1], w2.shape[-1]))
     count_backward("leaf_tree_ffn_grad")
     return list(leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation))
 
 
 @leaf_tree_ffn_backward_op.register_fake
 def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
-    return [_fresh(t) for t in (x, node_w, node_b, w1, b1, w2, b2)]
+    return [_fresh(t, x) for t in (x, node_w, node_b, w1, b1, w2, b2)]
 
 
 def setup_tree_context(ctx, inputs, output):
@@ -315,7 +307,7 @@ def tree_sublayer_backward_op(dy: torch.Tensor, x: torch.Tensor, residual: torch
     norm(residual + layer(x)): the layer and the add are recomputed, the
     norm's gradient is dresidual and flows into the layer's."""
     check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, depth, activation, order)
-    _check_output_grad("fff::tree_sublayer_backward", dy, x, residual.shape)
+    check_output_grad("fff::tree_sublayer_backward", dy, x, residual.shape)
     count_backward("tree_sublayer_grad")
     rows, grad = x.reshape(-1, x.shape[-1]), dy.reshape(-1, dy.shape[-1])
     if order == "pre":
@@ -336,8 +328,7 @@ def tree_sublayer_backward_op(dy: torch.Tensor, x: torch.Tensor, residual: torch
 
 @tree_sublayer_backward_op.register_fake
 def _(dy, x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, activation, order):
-    like = lambda t: _fresh(t) if t is not None else x.new_empty(0)  # noqa: E731
-    return [like(t) for t in (x, residual if order == "post" else None, norm_weight, norm_bias, *weights)]
+    return [_fresh(t, x) for t in (x, residual if order == "post" else None, norm_weight, norm_bias, *weights)]
 
 
 def setup_tree_sublayer_context(ctx, inputs, output):

@@ -37,14 +37,21 @@ class MaskedTreeFFN(torch.nn.Module):
     def forward(self, x):
         rows = x.reshape(-1, self.input_width)
         logits = self.linear_in(rows).view(rows.shape[0], self.parallel_size, self.n_nodes)
-        with torch.no_grad():
-            on_path = torch.zeros_like(logits)
-            node = torch.zeros(rows.shape[0], self.parallel_size, 1, dtype=torch.int64, device=x.device)
-            for _ in range(self.depth + 1):
-                on_path.scatter_(2, node, 1.0)
-                node = 2 * node + 1 + (logits.gather(2, node) > 0).to(torch.int64)
-        hidden = (self.activation(logits) * on_path).flatten(1)
+        hidden = (self.activation(logits) * path_mask(logits, self.depth)).flatten(1)
         return self.linear_out(hidden).reshape(*x.shape[:-1], self.output_width)
+
+
+def path_mask(logits, depth):
+    """The 0/1 mask of each row's path through logits [B, K, N] of K trees
+    of `depth` (a logit of exactly 0 goes left), built without gradient:
+    UltraFastBERT's hard routing."""
+    with torch.no_grad():
+        on_path = torch.zeros_like(logits)
+        node = torch.zeros(*logits.shape[:2], 1, dtype=torch.int64, device=logits.device)
+        for _ in range(depth + 1):
+            on_path.scatter_(2, node, 1.0)
+            node = 2 * node + 1 + (logits.gather(2, node) > 0).to(torch.int64)
+    return on_path
 
 
 def to_ultrafastbert(tree, layer_class=None):
