@@ -11,6 +11,9 @@ scenarios the corpus does not run, each against eager:
                both shapes: every parameter's and float input's gradient
   train-eager  the same with the eager fallback
   train-bf16   train-ind on the model and inputs in bf16
+  generate     greedy generate() with the KV cache, forward compiled
+               (causal LMs only; the decode steps are one token wide):
+               the tokens and every step's logits against eager
 
 A family fails if it gives a wrong answer, raises, or hangs (run it under
 `timeout`). Families whose eager run fails on this transformers are skipped
@@ -275,6 +278,15 @@ def run_forward(model_type, kwargs, kind, dtype=torch.float32):
     return report, None
 
 
+def run_generate(model_type, kwargs, kind):
+    """The corpus's generate run, for the families with a causal LM head;
+    None (not applicable) for the others."""
+    if kind != "text" or model_type not in transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return None, "n/a"
+    _, report, wrong = corpus.run_generate(model_type, model_type, kwargs)
+    return report, wrong
+
+
 SCENARIOS = {
     "infer": lambda t, k, kind: run_forward(t, k, kind),
     "bf16": lambda t, k, kind: run_forward(t, k, kind, torch.bfloat16),
@@ -283,6 +295,7 @@ SCENARIOS = {
     "train-ind": lambda t, k, kind: run_training(t, k, kind, "inductor"),
     "train-eager": lambda t, k, kind: run_training(t, k, kind, "eager"),
     "train-bf16": lambda t, k, kind: run_training(t, k, kind, "inductor", torch.bfloat16),
+    "generate": run_generate,
 }
 
 
@@ -312,6 +325,8 @@ def main(argv):
             start = time.time()
             try:
                 report, wrong = SCENARIOS[what](model_type, kwargs, kind)
+                if wrong == "n/a":
+                    continue
                 on_cpu = [r.kind for r in report.regions + report.backward if r.pipeline != "gpu"]
                 if corpus.OPTIONS.get("emulate_cuda") and on_cpu and not wrong:
                     wrong = f"under emulate_cuda, {', '.join(on_cpu)} ran on the CPU pipeline"

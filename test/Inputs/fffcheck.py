@@ -334,3 +334,23 @@ def leaf_tree_ffn_function(name, dtype, rows, din, width, dout, depth, activatio
             f"  %y = fff.leaf_tree_ffn {operands} {{depth = {depth} : i64, activation = #fff.activation<{activation}>}}\n"
             f"         : {', '.join(types)}\n"
             f"  return %y : {yt}\n}}")
+
+
+def leaf_tree_ffn_grad_function(dtype, rows, din, width, dout, depth, activation, dynamic, name="grad"):
+    """@name(dy, x, node_w, node_b, w1, b1, w2) -> (dx, dw1, db1, dw2, db2)
+    of leaf_tree_ffn_grad; `dynamic` leaves the batch dynamic."""
+    leaves, batch = 2**depth, None if dynamic else rows
+    types = [tensor_type((batch, dout), dtype), tensor_type((batch, din), dtype),
+             tensor_type((leaves - 1, din), dtype), tensor_type((leaves - 1,), dtype),
+             tensor_type((leaves, din, width), dtype), tensor_type((leaves, width), dtype),
+             tensor_type((leaves, width, dout), dtype)]
+    result_types = [types[1], types[4], types[5], types[6], tensor_type((leaves, dout), dtype)]
+    names = ["dy", "x", "nw", "nb", "w1", "b1", "w2"]
+    results = ["%dx", "%dw1", "%db1", "%dw2", "%db2"]
+    signature = ", ".join(f"%{n}: {t}" for n, t in zip(names, types))
+    operands = ", ".join(f"%{n}" for n in names)
+    return (f"func.func @{name}({signature}) -> ({', '.join(result_types)}) {{\n"
+            f"  {', '.join(results)} = fff.leaf_tree_ffn_grad {operands} "
+            f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}\n"
+            f"         : {', '.join(types)}\n"
+            f"  return {', '.join(results)} : {', '.join(result_types)}\n}}")

@@ -98,6 +98,18 @@ public:
     });
   }
 
+  /// `for iv in [lower, upper)`.
+  void loopBetween(Value lower, Value upper, function_ref<void(Value iv)> body) {
+    scf::ForOp::create(b, lower, upper, index(1), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+                         OpBuilder::InsertionGuard guard(b);
+                         b.setInsertionPoint(nested.getInsertionBlock(),
+                                             nested.getInsertionPoint());
+                         body(iv);
+                         scf::YieldOp::create(b);
+                       });
+  }
+
   /// sum over i in [0, upper) of lhs(i) * rhs(i), in f32.
   Value dot(Value upper, function_ref<Value(Value)> lhs,
             function_ref<Value(Value)> rhs) {
@@ -147,6 +159,15 @@ public:
   Value allocMatrix(RankedTensorType resultType, Type elementType, Value rows,
                     Value cols) {
     return alloc(resultType, elementType, {rows, cols});
+  }
+
+  /// A scratch matrix of `rows` x `cols` elements of `elementType`.
+  Value allocScratchMatrix(Type elementType, Value rows, Value cols) {
+    return memref::AllocOp::create(
+        b,
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                        elementType),
+        ValueRange{rows, cols});
   }
 
   /// A scratch buffer of `size` elements of `elementType`.

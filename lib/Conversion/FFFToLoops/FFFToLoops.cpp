@@ -524,6 +524,7 @@ void fff::populateFFFToLoopsPatterns(RewritePatternSet &patterns) {
   populateInlineFusionPatterns(patterns);
   populateNormGradsToLoopsPatterns(patterns);
   populateTreeGradsToLoopsPatterns(patterns);
+  populateLeafTreeGradsToLoopsPatterns(patterns);
   patterns.add<LayerNormLowering, RMSNormLowering, TreeFFNLowering,
                LeafTreeFFNLowering>(patterns.getContext());
 }

@@ -163,6 +163,60 @@ func.func @leaf_tree_ffn(%x: tensor<?x8xf32>, %nw: tensor<3x8xf32>, %nb: tensor<
 
 // -----
 
+// leaf_tree_ffn_grad: (1) a loop over rows (threaded) that routes each row
+// with `score >= 0` as the forward does, records its leaf, act(pre) and
+// dpre, and stores its dx row; (2) a counting sort of the rows by leaf; (3)
+// a loop over blocks of the leaves' dw1 and dw2 rows (threaded), each
+// summing over its leaf's rows, the first dw2 block of a leaf also db1 and
+// db2. Then every gradient narrowed to bf16.
+// CHECK-LABEL: func @leaf_tree_ffn_grad
+// CHECK:         %[[LEAF_OF:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[ACT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         %[[DPRE:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         %[[DX:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
+// CHECK:         scf.parallel (%[[ROW:.*]]) =
+// CHECK:           %[[NODE:.*]] = scf.for {{.*}} -> (index)
+// CHECK:             arith.cmpf oge
+// CHECK:           %[[LEAF:.*]] = arith.subi %[[NODE]], %{{.*}} : index
+// CHECK:           memref.store %[[LEAF]], %[[LEAF_OF]][%[[ROW]]]
+// CHECK:           math.erf
+// CHECK:           memref.store %{{.*}}, %[[DPRE]][%[[ROW]], %{{.*}}]
+// CHECK:           memref.store %{{.*}}, %[[ACT]][%[[ROW]], %{{.*}}]
+// CHECK:           memref.store %{{.*}}, %[[DX]][%[[ROW]], %{{.*}}] : memref<?x8xf32>
+// CHECK:         %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[MEMBERS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         memref.store %{{.*}}, %[[MEMBERS]]
+// CHECK:         %[[DW1:.*]] = memref.alloc() : memref<4x8x2xf32>
+// CHECK:         %[[DB1:.*]] = memref.alloc() : memref<4x2xf32>
+// CHECK:         %[[DW2:.*]] = memref.alloc() : memref<4x2x5xf32>
+// CHECK:         %[[DB2:.*]] = memref.alloc() : memref<4x5xf32>
+// CHECK:         scf.parallel
+// CHECK:           scf.if
+// CHECK:             memref.load %[[STARTS]]
+// CHECK:               memref.load %[[MEMBERS]]
+// CHECK:               memref.store %{{.*}}, %[[DW1]]
+// CHECK:           } else {
+// CHECK:               memref.store %{{.*}}, %[[DW2]]
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[DB1]]
+// CHECK:               memref.store %{{.*}}, %[[DB2]]
+// CHECK:         arith.truncf {{.*}} : f32 to bf16
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x8xbf16> to tensor<?x8xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<4x8x2xbf16> to tensor<4x8x2xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<4x2xbf16> to tensor<4x2xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<4x2x5xbf16> to tensor<4x2x5xbf16>
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<4x5xbf16> to tensor<4x5xbf16>
+func.func @leaf_tree_ffn_grad(%dy: tensor<?x5xbf16>, %x: tensor<?x8xbf16>, %nw: tensor<3x8xbf16>, %nb: tensor<3xbf16>,
+                              %w1: tensor<4x8x2xbf16>, %b1: tensor<4x2xbf16>, %w2: tensor<4x2x5xbf16>)
+    -> (tensor<?x8xbf16>, tensor<4x8x2xbf16>, tensor<4x2xbf16>, tensor<4x2x5xbf16>, tensor<4x5xbf16>) {
+  %dx, %dw1, %db1, %dw2, %db2 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2
+         {depth = 2 : i64, activation = #fff.activation<gelu>}
+         : tensor<?x5xbf16>, tensor<?x8xbf16>, tensor<3x8xbf16>, tensor<3xbf16>, tensor<4x8x2xbf16>, tensor<4x2xbf16>, tensor<4x2x5xbf16>
+  return %dx, %dw1, %db1, %dw2, %db2 : tensor<?x8xbf16>, tensor<4x8x2xbf16>, tensor<4x2xbf16>, tensor<4x2x5xbf16>, tensor<4x5xbf16>
+}
+
+// -----
+
 // layer_norm_grad: one generic for the rows' sum(g) and sum(g * xhat) (the
 // statistics read at (row, 0)), one for dx, narrowed to bf16, and one for
 // dgamma and dbeta that reduces over the rows, each then narrowed.

@@ -577,6 +577,60 @@ func.func @leaf_element_type(%x: tensor<4x8xf16>, %nw: tensor<1x8xf16>, %nb: ten
 
 // -----
 
+//===----------------------------------------------------------------------===//
+// leaf_tree_ffn_grad
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @leaf_grad_depth(%dy: tensor<4x6xf32>, %x: tensor<4x8xf32>, %nw: tensor<0x8xf32>, %nb: tensor<0xf32>, %w1: tensor<1x8x2xf32>, %b1: tensor<1x2xf32>, %w2: tensor<1x2x6xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op depth must be in [1, 20], got 0}}
+  %0:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 0 : i64} : tensor<4x6xf32>, tensor<4x8xf32>, tensor<0x8xf32>, tensor<0xf32>, tensor<1x8x2xf32>, tensor<1x2xf32>, tensor<1x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @leaf_grad_element_type(%dy: tensor<4x6xbf16>, %x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x2x6xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op grad_output element type 'bf16' does not match input element type 'f32'}}
+  %0:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 1 : i64} : tensor<4x6xbf16>, tensor<4x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @leaf_grad_rows(%dy: tensor<5x6xf32>, %x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x2x6xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op input dim 0 (B) is 4, but grad_output dim 0 requires 5}}
+  %0:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 1 : i64} : tensor<5x6xf32>, tensor<4x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @leaf_grad_output_width(%dy: tensor<4x5xf32>, %x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x2x6xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op w2 dim 2 (Dout) is 6, but grad_output dim 1 requires 5}}
+  %0:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 1 : i64} : tensor<4x5xf32>, tensor<4x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @leaf_grad_leaf_count(%dy: tensor<4x6xf32>, %x: tensor<4x8xf32>, %nw: tensor<3x8xf32>, %nb: tensor<3xf32>, %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x2x6xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op w1 dim 0 (L) is 2, but depth 2 (L = 2^depth) requires 4}}
+  %0:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 2 : i64} : tensor<4x6xf32>, tensor<4x8xf32>, tensor<3x8xf32>, tensor<3xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @leaf_grad_hidden_width(%dy: tensor<4x6xf32>, %x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x3x6xf32>) {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op w2 dim 1 (W) is 3, but w1 dim 2 requires 2}}
+  %0:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 1 : i64} : tensor<4x6xf32>, tensor<4x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x3x6xf32>
+  return
+}
+
+// -----
+
 func.func @leaf_w2_rank(%x: tensor<4x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>, %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x8xf32>, %b2: tensor<2x8xf32>) {
   // expected-error @+1 {{'fff.leaf_tree_ffn' op expects a rank-2 input and rank-3 output weights to infer its result type}}
   %0 = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {depth = 1 : i64} : tensor<4x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x8xf32>

@@ -134,6 +134,26 @@ func.func @leaf_tree_ffn_dtypes(%x: tensor<2x3xbf16>, %nw: tensor<1x3xbf16>, %nb
   return
 }
 
+// CHECK-LABEL: func @leaf_tree_ffn_grad_forms
+func.func @leaf_tree_ffn_grad_forms(%dy: tensor<?x32xf32>, %x: tensor<?x64xf32>, %nw: tensor<7x64xf32>,
+                                    %nb: tensor<7xf32>, %w1: tensor<8x64x16xf32>, %b1: tensor<8x16xf32>,
+                                    %w2: tensor<8x16x32xf32>, %dyh: tensor<2x5xbf16>, %xh: tensor<2x3xbf16>,
+                                    %nwh: tensor<1x3xbf16>, %nbh: tensor<1xbf16>, %w1h: tensor<2x3x1xbf16>,
+                                    %b1h: tensor<2x1xbf16>, %w2h: tensor<2x1x5xbf16>) {
+  // dx, dw1, db1, dw2, then db2 [L, Dout] in the input's element type.
+  // CHECK: %dx, %dw1, %db1, %dw2, %db2 = fff.leaf_tree_ffn_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {depth = 3 : i64} : tensor<?x32xf32>, tensor<?x64xf32>, tensor<7x64xf32>, tensor<7xf32>, tensor<8x64x16xf32>, tensor<8x16xf32>, tensor<8x16x32xf32>
+  %dx, %dw1, %db1, %dw2, %db2 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 3 : i64}
+         : tensor<?x32xf32>, tensor<?x64xf32>, tensor<7x64xf32>, tensor<7xf32>, tensor<8x64x16xf32>, tensor<8x16xf32>, tensor<8x16x32xf32>
+  // CHECK: "test.use"(%dx, %dw1, %db1, %dw2, %db2) : (tensor<?x64xf32>, tensor<8x64x16xf32>, tensor<8x16xf32>, tensor<8x16x32xf32>, tensor<8x32xf32>) -> ()
+  "test.use"(%dx, %dw1, %db1, %dw2, %db2) : (tensor<?x64xf32>, tensor<8x64x16xf32>, tensor<8x16xf32>, tensor<8x16x32xf32>, tensor<8x32xf32>) -> ()
+  // CHECK: fff.leaf_tree_ffn_grad {{.*}} {activation = #fff.activation<gelu>, depth = 1 : i64} : tensor<2x5xbf16>
+  %r:5 = fff.leaf_tree_ffn_grad %dyh, %xh, %nwh, %nbh, %w1h, %b1h, %w2h {depth = 1 : i64, activation = #fff.activation<gelu>}
+         : tensor<2x5xbf16>, tensor<2x3xbf16>, tensor<1x3xbf16>, tensor<1xbf16>, tensor<2x3x1xbf16>, tensor<2x1xbf16>, tensor<2x1x5xbf16>
+  // CHECK: "test.use"(%db2_4) : (tensor<2x5xbf16>) -> ()
+  "test.use"(%r#4) : (tensor<2x5xbf16>) -> ()
+  return
+}
+
 // CHECK-LABEL: func @fusion_forms
 func.func @fusion_forms(%x: tensor<?x768xf32>, %r: tensor<?x768xf32>, %g: tensor<768xf32>) -> (tensor<?x768xf32>, tensor<?x768xf32>) {
   // CHECK: %{{.*}}:2 = fff.fusion ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x768xf32>, tensor<?x768xf32>, tensor<768xf32>) {

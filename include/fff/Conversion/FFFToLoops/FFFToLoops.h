@@ -21,6 +21,10 @@ void populateNormGradsToLoopsPatterns(mlir::RewritePatternSet &patterns);
 /// populateFFFToLoopsPatterns).
 void populateTreeGradsToLoopsPatterns(mlir::RewritePatternSet &patterns);
 
+/// The pattern lowering fff.leaf_tree_ffn_grad to scf loops over buffers
+/// (part of populateFFFToLoopsPatterns).
+void populateLeafTreeGradsToLoopsPatterns(mlir::RewritePatternSet &patterns);
+
 /// The pattern that inlines each fff.fusion unit's body in its place, as the
 /// CPU runs a unit.
 void populateInlineFusionPatterns(mlir::RewritePatternSet &patterns);

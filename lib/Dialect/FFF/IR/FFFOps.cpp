@@ -503,20 +503,81 @@ LogicalResult LeafTreeFFNOp::verify() {
   return getShapeContract().verify(*this);
 }
 
+/// What leaf_tree_ffn and leaf_tree_ffn_grad require of their routing
+/// nodes and leaves, after their rows are bound: R = 2^depth - 1 nodes and
+/// L = 2^depth leaves of W hidden units, Din wide in and Dout out.
+static void bindLeafTree(ShapeContract &contract, Value nodeW, Value nodeB,
+                         Value w1, Value b1, Value w2, int64_t depth) {
+  contract.bind("node_w", nodeW, {"R", "Din"});
+  contract.bind("node_b", nodeB, {"R"});
+  contract.bind("w1", w1, {"L", "Din", "W"});
+  contract.bind("b1", b1, {"L", "W"});
+  contract.bind("w2", w2, {"L", "W", "Dout"});
+  std::string what = "depth " + std::to_string(depth);
+  contract.require("R", (int64_t(1) << depth) - 1, what + " (R = 2^depth-1)");
+  contract.require("L", int64_t(1) << depth, what + " (L = 2^depth)");
+  contract.requireAtLeast("W", 1, "a leaf needs at least one hidden unit");
+  requireNonEmptyRows(contract);
+}
+
 ShapeContract LeafTreeFFNOp::getShapeContract() {
   ShapeContract contract;
   contract.bind("input", getInput(), {"B", "Din"});
-  contract.bind("node_w", getNodeW(), {"R", "Din"});
-  contract.bind("node_b", getNodeB(), {"R"});
-  contract.bind("w1", getW1(), {"L", "Din", "W"});
-  contract.bind("b1", getB1(), {"L", "W"});
-  contract.bind("w2", getW2(), {"L", "W", "Dout"});
+  bindLeafTree(contract, getNodeW(), getNodeB(), getW1(), getB1(), getW2(),
+               getDepth());
   contract.bind("b2", getB2(), {"L", "Dout"});
-  std::string depth = "depth " + std::to_string(getDepth());
-  contract.require("R", getNumRoutingNodes(), depth + " (R = 2^depth-1)");
-  contract.require("L", getNumLeaves(), depth + " (L = 2^depth)");
-  contract.requireAtLeast("W", 1, "a leaf needs at least one hidden unit");
-  requireNonEmptyRows(contract);
+  return contract;
+}
+
+LogicalResult LeafTreeFFNGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> location, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  LeafTreeFFNGradOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto inputType = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  auto w2Type = dyn_cast<RankedTensorType>(adaptor.getW2().getType());
+  if (!inputType || !w2Type || w2Type.getRank() != 3)
+    return emitOptionalError(location, "'", getOperationName(),
+                             "' op expects a ranked input and rank-3 w2 to "
+                             "infer its result types");
+  inferredReturnTypes.push_back(inputType);
+  inferredReturnTypes.push_back(adaptor.getW1().getType());
+  inferredReturnTypes.push_back(adaptor.getB1().getType());
+  inferredReturnTypes.push_back(w2Type);
+  inferredReturnTypes.push_back(
+      RankedTensorType::get({w2Type.getDimSize(0), w2Type.getDimSize(2)},
+                            inputType.getElementType()));
+  return success();
+}
+
+void LeafTreeFFNGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getGradInput(), "dx");
+  setNameFn(getGradW1(), "dw1");
+  setNameFn(getGradB1(), "db1");
+  setNameFn(getGradW2(), "dw2");
+  setNameFn(getGradB2(), "db2");
+}
+
+LogicalResult LeafTreeFFNGradOp::verify() {
+  if (failed(verifyDepth(*this, getDepth(), /*minDepth=*/1)))
+    return failure();
+  if (failed(verifyElementTypes(*this, getInput().getType().getElementType(),
+                                {{"grad_output", getGradOutput()},
+                                 {"node_w", getNodeW()},
+                                 {"node_b", getNodeB()},
+                                 {"w1", getW1()},
+                                 {"b1", getB1()},
+                                 {"w2", getW2()}})))
+    return failure();
+  return getShapeContract().verify(*this);
+}
+
+ShapeContract LeafTreeFFNGradOp::getShapeContract() {
+  ShapeContract contract;
+  contract.bind("grad_output", getGradOutput(), {"B", "Dout"});
+  contract.bind("input", getInput(), {"B", "Din"});
+  bindLeafTree(contract, getNodeW(), getNodeB(), getW1(), getB1(), getW2(),
+               getDepth());
   return contract;
 }
 

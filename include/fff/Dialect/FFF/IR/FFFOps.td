@@ -495,6 +495,85 @@ def FFF_LeafTreeFFNOp : FFF_Op<"leaf_tree_ffn", [
   let hasVerifier = 1;
 }
 
+def FFF_LeafTreeFFNGradOp : FFF_Op<"leaf_tree_ffn_grad", [
+    Pure, AllTypesMatch<["input", "grad_input"]>,
+    AllTypesMatch<["w1", "grad_w1"]>, AllTypesMatch<["b1", "grad_b1"]>,
+    AllTypesMatch<["w2", "grad_w2"]>,
+    DeclareOpInterfaceMethods<FFF_ShapeContractOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gradient of leaf_tree_ffn with hard routing: dx and the leaves' gradients";
+  let description = [{
+    The hard-routed gradient of `fff.leaf_tree_ffn`: each row `b` is routed
+    to its leaf as the forward does (a score of exactly 0 goes right), and
+    only that leaf's MLP and the row itself get gradients. With
+    `pre = x[b] @ w1[leaf] + b1[leaf]`:
+
+    ```
+    dw2[leaf] += outer(act(pre), dy[b])     db2[leaf] += dy[b]
+    dpre       = (dy[b] @ w2[leaf]^T) * act'(pre)
+    dw1[leaf] += outer(x[b], dpre)          db1[leaf] += dpre
+    dx[b]      = dpre @ w1[leaf]^T
+    ```
+
+    The routing is a step function of `x`, so it gets no gradient: the
+    routing nodes' gradients are zero and are not results. (The routing
+    nodes of a leaf tree learn only under the `fastfeedforward` package's
+    soft mixture.) `b2` changes no gradient, so it is not an operand.
+    Leaves no row reaches get zero gradients. `act'` is the derivative of
+    the activation as `shared/DESIGN.md` defines it; relu's is 0 at 0.
+
+    All arithmetic is in f32; `grad_input`, `grad_w1`, `grad_b1` and
+    `grad_w2` have their operand's type, `grad_b2` is `[L, Dout]` of the
+    input's element type. Each leaf's sums are taken over its rows in row
+    order, so the results have the same bits for any thread count.
+
+    Example (256 leaves of 12):
+
+    ```mlir
+    %dx, %dw1, %db1, %dw2, %db2 = fff.leaf_tree_ffn_grad %dy, %x, %node_w,
+        %node_b, %w1, %b1, %w2 {depth = 8 : i64}
+        : tensor<?x768xf32>, tensor<?x768xf32>, tensor<255x768xf32>,
+          tensor<255xf32>, tensor<256x768x12xf32>, tensor<256x12xf32>,
+          tensor<256x12x768xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FFF_FloatTensorOfRank<2>:$grad_output,
+    FFF_FloatTensorOfRank<2>:$input,
+    FFF_FloatTensorOfRank<2>:$node_w,
+    FFF_FloatTensorOfRank<1>:$node_b,
+    FFF_FloatTensorOfRank<3>:$w1,
+    FFF_FloatTensorOfRank<2>:$b1,
+    FFF_FloatTensorOfRank<3>:$w2,
+    I64Attr:$depth,
+    DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::relu">:$activation
+  );
+  let results = (outs
+    FFF_FloatTensorOfRank<2>:$grad_input,
+    FFF_FloatTensorOfRank<3>:$grad_w1,
+    FFF_FloatTensorOfRank<2>:$grad_b1,
+    FFF_FloatTensorOfRank<3>:$grad_w2,
+    FFF_FloatTensorOfRank<2>:$grad_b2
+  );
+
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $node_w `,` $node_b `,` $w1 `,` $b1 `,` $w2
+    attr-dict `:` type($grad_output) `,` type($input) `,` type($node_w) `,`
+    type($node_b) `,` type($w1) `,` type($b1) `,` type($w2)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Number of routing nodes: 2^depth - 1.
+    int64_t getNumRoutingNodes() { return getNumLeaves() - 1; }
+    /// Number of MLP leaves: 2^depth.
+    int64_t getNumLeaves() { return int64_t(1) << getDepth(); }
+  }];
+
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,123 @@
+# leaf_tree_ffn_grad through --fff-cpu-pipeline and fff-run, against a
+# float64 straight-loop reference written from the op's definition (a row at
+# a time; the derivative of each activation by central differences, not a
+# closed form), on random data: every activation, depths 1 to 8, leaves of
+# one unit and wide ones, odd widths, f32/f16/bf16, a batch of one, leaves
+# no row reaches. Also: a score of exactly 0 routes right in the backward as
+# in the forward, and the gradients have the same bits for 1 and 3 threads.
+#
+# REQUIRES: numpy
+# RUN: %python %s | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+
+import numpy as np
+
+from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, leaf_tree_ffn_paths,
+                      quantize, run, stable_rows)
+
+rng = np.random.default_rng(28)
+check = Checker()
+
+
+def slope(activation, pre, step=1e-5):
+    act = ACTIVATIONS[activation]
+    return (act(pre + step) - act(pre - step)) / (2 * step)
+
+
+def reference(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
+    """dx, dw1, db1, dw2, db2, a row at a time."""
+    act = ACTIVATIONS[activation]
+    dx, dw1, db1, dw2 = np.zeros_like(x), np.zeros_like(w1), np.zeros_like(b1), np.zeros_like(w2)
+    db2 = np.zeros((w2.shape[0], w2.shape[2]))
+    for row in range(x.shape[0]):
+        node = 0
+        for _ in range(depth):
+            node = 2 * node + 1 + (1 if x[row] @ node_w[node] + node_b[node] >= 0 else 0)
+        leaf = node - (2**depth - 1)
+        pre = x[row] @ w1[leaf] + b1[leaf]
+        dpre = (w2[leaf] @ dy[row]) * slope(activation, pre)
+        dw2[leaf] += np.outer(act(pre), dy[row])
+        db2[leaf] += dy[row]
+        dw1[leaf] += np.outer(x[row], dpre)
+        db1[leaf] += dpre
+        dx[row] = w1[leaf] @ dpre
+    return dx, dw1, db1, dw2, db2
+
+
+def stable_inputs(rows, din, dtype, node_w, node_b, depth):
+    """x whose every routing score is clear of f32 rounding (unstable rows
+    drawn again), so that the kernel and the reference route alike."""
+    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
+    for _ in range(50):
+        leaves = 2**depth
+        _, _, scores = leaf_tree_ffn_paths(x, node_w, node_b, np.zeros((leaves, din, 1)), np.zeros((leaves, 1)),
+                                           np.zeros((leaves, 1, 1)), np.zeros((leaves, 1)), depth, "identity")
+        unstable = ~stable_rows(x, node_w, scores)
+        if not unstable.any():
+            return x_arr, x
+        fresh_arr, fresh = quantize(rng.standard_normal((int(unstable.sum()), din)), dtype)
+        x_arr, x = x_arr.copy(), x.copy()
+        x_arr[unstable], x[unstable] = fresh_arr, fresh
+    raise RuntimeError("no stable rows")
+
+
+def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True, flags=()):
+    leaves = 2**depth
+    nw_arr, nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
+    nb_arr, nb = quantize(rng.standard_normal(leaves - 1) * 0.3, dtype)
+    w1_arr, w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
+    b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.3, dtype)
+    w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
+    x_arr, x = stable_inputs(rows, din, dtype, nw, nb, depth)
+    dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
+    args = [dy_arr, x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr]
+    mlir = leaf_tree_ffn_grad_function(dtype, rows, din, width, dout, depth, activation, dynamic)
+    results = run(mlir, "grad", args, 5, extra_flags=flags)
+    expected = reference(dy, x, nw, nb, w1, b1, w2, depth, activation)
+    name = f"{dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
+    for what, want, got in zip(("dx", "dw1", "db1", "dw2", "db2"), expected, results):
+        check.close(f"leaf_tree_ffn_grad {what} {name}", dequantize(got, dtype), want, TOLERANCE[dtype])
+    return mlir, args, results
+
+
+for activation in ("gelu", "gelu_tanh", "relu", "silu", "identity"):
+    case("f32", 23, 40, 8, 24, 3, activation)
+for depth in range(1, 9):
+    for width in (1, 33):
+        case("f32", 29, 40, width, 24, depth, dynamic=depth % 2 == 0)
+for dtype in ("f16", "bf16"):
+    case(dtype, 21, 64, 32, 48, 4, "gelu")
+    case(dtype, 1, 3, 1, 1, 2, "relu", dynamic=False)
+# Wide rows with tails; more leaves than rows (most get zero gradients).
+case("bf16", 7, 1000, 64, 333, 3, "gelu")
+_, _, (_, dw1, db1, dw2, db2) = case("f32", 5, 33, 4, 17, 6, "silu")
+reached = np.abs(db2).sum(axis=1) > 0
+check.equal("leaf_tree_ffn_grad: leaves no row reaches get zeros",
+            int(reached.sum()) <= 5 and not dw1[~reached].any() and not db1[~reached].any() and
+            not dw2[~reached].any(), True)
+
+# Bitwise the same for 1 and 3 threads, on a batch large enough to be split
+# (the rows, and the blocks of the sums: 768 wide, 24 blocks a leaf).
+mlir, args, _ = case("f32", 300, 768, 12, 768, 4, "gelu")
+one = run(mlir, "grad", args, 5, extra_flags=["--threads", "1"])
+three = run(mlir, "grad", args, 5, extra_flags=["--threads", "3"])
+check.equal("leaf_tree_ffn_grad 1 and 3 threads give the same bits",
+            all(np.array_equal(a, b) for a, b in zip(one, three)), True)
+
+# A root score of exactly 0 routes right: x . node_w[0] = 1 - 1 = 0, node_b
+# = 0. The row reaches leaf 1; leaf 0 gets nothing.
+din, width, dout = 4, 3, 2
+node_w = np.array([[1, -1, 0, 0]], np.float32)
+node_b = np.zeros(1, np.float32)
+w1 = rng.standard_normal((2, din, width)).astype(np.float32)
+b1 = rng.standard_normal((2, width)).astype(np.float32)
+w2 = rng.standard_normal((2, width, dout)).astype(np.float32)
+x = np.array([[0.75, 0.75, 0.5, -0.25]], np.float32)
+dy = rng.standard_normal((1, dout)).astype(np.float32)
+tie = leaf_tree_ffn_grad_function("f32", 1, din, width, dout, 1, "identity", True)
+got = run(tie, "grad", [dy, x, node_w, node_b, w1, b1, w2], 5)
+want = reference(*(a.astype(np.float64) for a in (dy, x, node_w, node_b, w1, b1, w2)), 1, "identity")
+check.close("leaf_tree_ffn_grad tie at 0: dx", got[0], want[0], 2e-5)
+check.equal("leaf_tree_ffn_grad tie at 0: the right leaf gets the gradient, the left none",
+            not got[1][0].any() and got[1][1].any() and np.array_equal(got[4][0], [0, 0]), True)
+check.finish()
