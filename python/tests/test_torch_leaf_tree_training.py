@@ -101,6 +101,51 @@ def test_leaf_gradients_equal_fastfeedforwards_hard_training_forward():
             assert relative_error(g, e) < 2e-5, name
 
 
+def test_the_kernel_and_the_torch_ops_agree_and_the_kernel_ignores_the_thread_count():
+    # CPU f32 takes fff's leaf_tree_ffn_grad kernel; its gradients against
+    # the torch-op backward (which f64 and CUDA tensors take), and the same
+    # bits on 1 and 2 threads (torch's, which fff's parallel loops use).
+    generator = torch.Generator().manual_seed(31)
+    depth, rows = 5, 300
+    x, node_w, node_b, w1, b1, w2, b2 = leaf_tensors(rows, 96, 12, 80, depth, torch.float32, generator)
+    dy = torch.randn(rows, 80, generator=generator)
+    assert fff.torch._kernels.takes_leaf_grad(x, w1)
+    args = (dy, x, node_w, node_b, w1, b1, w2, b2, depth, "gelu")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = torch.ops.fff.leaf_tree_ffn_backward(*args)
+        torch.set_num_threads(2)
+        two = torch.ops.fff.leaf_tree_ffn_backward(*args)
+    finally:
+        torch.set_num_threads(threads)
+    reference = leaf_tree_ffn_backward(*args)
+    for name, a, b, r in zip(["x", "node_w", "node_b", "w1", "b1", "w2", "b2"], one, two, reference):
+        assert torch.equal(a, b), name
+        assert a.dtype == torch.float32 and a.shape == r.shape, name
+        assert (relative_error(a, r) < 2e-6) if r.any() else not a.any(), name
+
+
+def test_leaves_as_wide_as_a_dense_layer_take_the_torch_ops():
+    # 1024 rows a leaf of 256 hidden units: dense matrix products, which
+    # torch's BLAS runs faster; narrow leaves or few rows take the kernel.
+    x, w1 = torch.zeros(4096, 8), torch.zeros(4, 8, 256)
+    assert not fff.torch._kernels.takes_leaf_grad(x, w1)
+    assert fff.torch._kernels.takes_leaf_grad(x, torch.zeros(4, 8, 64))
+    assert fff.torch._kernels.takes_leaf_grad(x[:256], w1)
+    assert not fff.torch._kernels.takes_leaf_grad(x, torch.zeros(4, 8, 64), emulate_cuda=True)
+    assert not fff.torch._kernels.takes_leaf_grad(x.double(), torch.zeros(4, 8, 64).double())
+    generator = torch.Generator().manual_seed(32)
+    inputs = leaf_tensors(2100, 12, 160, 9, 1, torch.float32, generator)
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    dy = torch.randn(2100, 9, generator=generator)
+    grads = torch.autograd.grad(fff.torch.leaf_tree_ffn(*leaves, 1, "relu"), leaves, dy)
+    reference = [t.double().requires_grad_() for t in inputs]
+    expected = torch.autograd.grad(leaf_reference(*reference, 1, "relu"), reference, dy.double(), allow_unused=True)
+    for name, got, want in zip(["x", "w1", "b1", "w2", "b2"], grads[:1] + grads[3:], expected[:1] + expected[3:]):
+        assert relative_error(got, want) < 2e-5, name
+
+
 def test_a_score_of_exactly_zero_goes_right():
     # x = 0 and zero routing biases: every score is exactly 0, so every row
     # takes the right child at each level and only the last leaf learns.

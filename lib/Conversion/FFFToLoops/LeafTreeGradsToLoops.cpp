@@ -3,27 +3,36 @@
 // convert-fff-to-loops' lowering of fff.leaf_tree_ffn_grad. A leaf's weight
 // gradients are sums over the rows routed to it, and any subset of the rows
 // may be, so the lowering groups the rows by leaf and sums each group in
-// row order: a fixed order, whatever the threads. Three phases:
+// row order: a fixed order, whatever the threads. Four phases:
 //
-// 1. Rows (threaded over rows). Each row is routed as the forward routes it
-//    and records its leaf, act(pre) and dpre = (dy @ w2[leaf]^T) * act'(pre)
-//    (f32, [B, W]); its dx row is dpre @ w1[leaf]^T.
-// 2. Group (serial; O(B + L)). A stable counting sort of the rows by leaf.
-// 3. Sums (threaded over blocks of weight-gradient rows). A block is up to
+// 1. Route (threaded over rows). Each row is routed as the forward routes
+//    it.
+// 2. Group (serial; O(B + L)). A stable counting sort of the rows by leaf,
+//    cut into tiles of up to kTileRows rows of one leaf.
+// 3. Rows (threaded over tiles). Each row records act(pre) and dpre =
+//    (dy @ w2[leaf]^T) * act'(pre) (f32, [B, W]); its dx row is
+//    dpre @ w1[leaf]^T. Each is a sum of scaled rows of a matrix (w1, and
+//    w2 and w1 transposed, made first, once).
+//    A tile's rows share a leaf, whose weights stay in the cache from one
+//    row to the next.
+// 4. Sums (threaded over blocks of weight-gradient rows). A block is up to
 //    kSumRows rows of one leaf's dw1 [Din, W] or dw2 [W, Dout], summed over
 //    the leaf's rows in row order; each leaf's first dw2 block also sums its
 //    db1 and db2. Blocks split the work however the rows spread over the
 //    leaves, and no two threads write one element.
 //
+// The phases are LeafTreeGradBuilder's (LeafTreeGradBuilder.h); this file
+// holds its scalar row operations, which convert-fff-trees-to-vector's
+// lowering replaces with vector code (LeafTreeGradsToVector.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "fff/Conversion/FFFToLoops/FFFToLoops.h"
 
-#include "BufferLoops.h"
+#include "LeafTreeGradBuilder.h"
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
-#include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -37,291 +46,373 @@ using namespace fff::loops;
 /// the leaf's rows stream past.
 static constexpr int64_t kSumRows = 32;
 
-namespace {
+/// Rows of one leaf that phase 3 computes one after the other, as one unit
+/// of its threaded loop: the leaf's weights, read by the first, are in the
+/// cache for the others.
+static constexpr int64_t kTileRows = 16;
 
-class LeafTreeGradBuilder {
-public:
-  LeafTreeGradBuilder(ImplicitLocOpBuilder &b, LeafTreeFFNGradOp op,
-                      LeafTreeFFNGradOp::Adaptor adaptor)
-      : b(b), lb(b), op(op) {
-    dy = lb.buffer(adaptor.getGradOutput());
-    x = lb.buffer(adaptor.getInput());
-    nodeW = lb.buffer(adaptor.getNodeW());
-    nodeB = lb.buffer(adaptor.getNodeB());
-    w1 = lb.buffer(adaptor.getW1());
-    b1 = lb.buffer(adaptor.getB1());
-    w2 = lb.buffer(adaptor.getW2());
-    rows = lb.dim(x, 0);
-    inWidth = lb.dim(x, 1);
-    hiddenWidth = lb.dim(w1, 2);
-    outWidth = lb.dim(w2, 2);
-    leaves = lb.index(op.getNumLeaves());
-  }
+LeafTreeGradBuilder::LeafTreeGradBuilder(ImplicitLocOpBuilder &b,
+                                         LeafTreeFFNGradOp op,
+                                         LeafTreeFFNGradOp::Adaptor adaptor)
+    : b(b), lb(b), op(op) {
+  dy = lb.buffer(adaptor.getGradOutput());
+  x = lb.buffer(adaptor.getInput());
+  nodeW = lb.buffer(adaptor.getNodeW());
+  nodeB = lb.buffer(adaptor.getNodeB());
+  w1 = lb.buffer(adaptor.getW1());
+  b1 = lb.buffer(adaptor.getB1());
+  w2 = lb.buffer(adaptor.getW2());
+  // Static widths as constants, so that the vector lowering sizes its
+  // chunks to them.
+  auto extent = [&](Value buffer, int64_t dim) -> Value {
+    int64_t size = cast<MemRefType>(buffer.getType()).getDimSize(dim);
+    return ShapedType::isDynamic(size) ? lb.dim(buffer, dim) : lb.index(size);
+  };
+  rows = extent(x, 0);
+  inWidth = extent(x, 1);
+  hiddenWidth = extent(w1, 2);
+  outWidth = extent(w2, 2);
+  leaves = lb.index(op.getNumLeaves());
+}
 
-  SmallVector<Value> build() {
-    Value dx = rowPhase();
-    group();
-    auto [dw1, db1, dw2, db2] = sums();
-    return {lb.finish(dx, op.getGradInput().getType(), rows, inWidth),
-            lb.finish(dw1, op.getGradW1().getType(),
-                      {leaves, inWidth, hiddenWidth}),
-            lb.finish(db1, op.getGradB1().getType(), leaves, hiddenWidth),
-            lb.finish(dw2, op.getGradW2().getType(),
-                      {leaves, hiddenWidth, outWidth}),
-            lb.finish(db2, op.getGradB2().getType(), leaves, outWidth)};
-  }
+SmallVector<Value> LeafTreeGradBuilder::build() {
+  routePhase();
+  group();
+  Value dx = rowPhase();
+  auto [dw1, db1, dw2, db2] = sums();
+  return {lb.finish(dx, op.getGradInput().getType(), rows, inWidth),
+          lb.finish(dw1, op.getGradW1().getType(),
+                    {leaves, inWidth, hiddenWidth}),
+          lb.finish(db1, op.getGradB1().getType(), leaves, hiddenWidth),
+          lb.finish(dw2, op.getGradW2().getType(),
+                    {leaves, hiddenWidth, outWidth}),
+          lb.finish(db2, op.getGradB2().getType(), leaves, outWidth)};
+}
 
-private:
-  Value add(Value lhs, Value rhs) { return arith::AddIOp::create(b, lhs, rhs); }
-  Value mul(Value lhs, Value rhs) { return arith::MulIOp::create(b, lhs, rhs); }
+/// `indices` followed by `j`.
+static SmallVector<Value> append(ValueRange indices, Value j) {
+  SmallVector<Value> all(indices);
+  all.push_back(j);
+  return all;
+}
 
-  /// acc[at..., j] += scale * source(j) for j in [0, n), acc f32.
-  void addScaled(Value acc, ValueRange at, Value n, Value scale,
-                 function_ref<Value(Value)> source) {
+Value LeafTreeGradBuilder::routingDot(Value row, Value node) {
+  return lb.dot(
+      inWidth, [&](Value i) { return lb.load(x, {row, i}); },
+      [&](Value i) { return lb.load(nodeW, {node, i}); });
+}
+
+void LeafTreeGradBuilder::addScaled(Value acc, ValueRange accAt, Value n,
+                                    Value scale, Value source,
+                                    ValueRange sourceAt) {
+  lb.loop(n, [&](Value j) {
+    SmallVector<Value> at = append(accAt, j);
+    Value old = memref::LoadOp::create(b, acc, at);
+    Value term =
+        arith::MulFOp::create(b, scale, lb.load(source, append(sourceAt, j)));
+    memref::StoreOp::create(b, arith::AddFOp::create(b, old, term), acc, at);
+  });
+}
+
+void LeafTreeGradBuilder::rowsTimesMatrix(Value out, ValueRange rowsOf,
+                                          Value n, Value bias,
+                                          ValueRange biasAt, Value lhs,
+                                          Value m, Value rhs,
+                                          ValueRange rhsAt) {
+  for (Value row : rowsOf) {
     lb.loop(n, [&](Value j) {
-      SmallVector<Value> indices(at);
-      indices.push_back(j);
-      Value old = memref::LoadOp::create(b, acc, indices);
-      Value term = arith::MulFOp::create(b, scale, source(j));
-      memref::StoreOp::create(b, arith::AddFOp::create(b, old, term), acc,
-                              indices);
+      Value start =
+          bias ? lb.load(bias, append(biasAt, j)) : f32Constant(b, 0);
+      memref::StoreOp::create(b, start, out, ValueRange{row, j});
+    });
+    lb.loop(m, [&](Value i) {
+      addScaled(out, {row}, n, lb.load(lhs, {row, i}), rhs, append(rhsAt, i));
     });
   }
+}
 
-  /// The leaf `row` is routed to, as the forward routes it: a score of
-  /// exactly 0 goes right.
-  Value route(Value row) {
-    Value zero = f32Constant(b, 0.0);
-    Value node = lb.loop(lb.index(op.getDepth()), lb.index(0),
-                         [&](Value, ValueRange carried) {
-                           Value score = arith::AddFOp::create(
-                               b,
-                               lb.dot(
-                                   inWidth,
-                                   [&](Value i) {
-                                     return lb.load(x, {row, i});
-                                   },
-                                   [&](Value i) {
-                                     return lb.load(nodeW, {carried[0], i});
-                                   }),
-                               lb.load(nodeB, carried[0]));
-                           Value goRight = arith::CmpFOp::create(
-                               b, arith::CmpFPredicate::OGE, score, zero);
-                           return SmallVector<Value>{
-                               lb.child(carried[0], goRight)};
-                         })[0];
-    return arith::SubIOp::create(b, node, lb.index(op.getNumRoutingNodes()));
-  }
+std::pair<Value, Value> LeafTreeGradBuilder::memberRange(Value leaf) {
+  return {memref::LoadOp::create(b, leafStart, leaf),
+          memref::LoadOp::create(b, leafStart, add(leaf, lb.index(1)))};
+}
 
-  /// Phase 1; returns dx's f32 rows.
-  Value rowPhase() {
-    leafOf = lb.allocVector(b.getIndexType(), rows);
-    activated = lb.allocScratchMatrix(b.getF32Type(), rows, hiddenWidth);
-    dpre = lb.allocScratchMatrix(b.getF32Type(), rows, hiddenWidth);
-    Value dx = lb.allocMatrix(op.getGradInput().getType(), b.getF32Type(),
-                              rows, inWidth);
-    Value perRow = add(mul(lb.index(op.getDepth()), inWidth),
-                       mul(hiddenWidth, add(mul(inWidth, lb.index(2)),
-                                            outWidth)));
-    buildRowLoop(b, rows, mul(rows, perRow), kMinParallelTreeWork,
-                 /*strategy=*/{}, [&](Value row) {
-                   Value leaf = route(row);
-                   memref::StoreOp::create(b, leaf, leafOf, row);
-                   // pre = x[row] @ w1[leaf] + b1[leaf], a row of w1 at a
-                   // time so that the inner loop walks contiguous memory.
-                   lb.loop(hiddenWidth, [&](Value w) {
-                     memref::StoreOp::create(b, lb.load(b1, {leaf, w}),
-                                             activated, ValueRange{row, w});
-                   });
-                   lb.loop(inWidth, [&](Value i) {
-                     addScaled(activated, {row}, hiddenWidth,
-                               lb.load(x, {row, i}), [&](Value w) {
-                                 return lb.load(w1, {leaf, i, w});
-                               });
-                   });
-                   lb.loop(hiddenWidth, [&](Value w) {
-                     Value pre = memref::LoadOp::create(b, activated,
-                                                        ValueRange{row, w});
-                     Value back = lb.dot(
-                         outWidth,
-                         [&](Value j) { return lb.load(dy, {row, j}); },
-                         [&](Value j) { return lb.load(w2, {leaf, w, j}); });
-                     Value slope = buildActivationSlope(
-                         b, b.getLoc(), op.getActivation(), pre);
-                     memref::StoreOp::create(
-                         b, arith::MulFOp::create(b, back, slope), dpre,
-                         ValueRange{row, w});
-                     memref::StoreOp::create(
-                         b,
-                         buildActivation(b, b.getLoc(), op.getActivation(),
-                                         pre),
-                         activated, ValueRange{row, w});
-                   });
-                   lb.loop(inWidth, [&](Value i) {
-                     Value sum = lb.dot(
-                         hiddenWidth,
-                         [&](Value w) {
-                           return memref::LoadOp::create(b, dpre,
-                                                         ValueRange{row, w});
-                         },
-                         [&](Value w) { return lb.load(w1, {leaf, i, w}); });
-                     memref::StoreOp::create(b, sum, dx, ValueRange{row, i});
-                   });
-                 });
-    return dx;
-  }
+void LeafTreeGradBuilder::sumOverRows(Value leaf, Value grad, Value n,
+                                      Value scales, ValueRange ks,
+                                      Value source) {
+  SmallVector<SmallVector<Value>> gradRows;
+  for (Value k : ks)
+    gradRows.push_back({leaf, k});
+  if (!scales)
+    gradRows.push_back({leaf});
+  for (ValueRange gradAt : gradRows)
+    lb.loop(n, [&](Value j) {
+      memref::StoreOp::create(b, f32Constant(b, 0), grad, append(gradAt, j));
+    });
+  auto [begin, end] = memberRange(leaf);
+  lb.loopBetween(begin, end, [&](Value position) {
+    Value row = memref::LoadOp::create(b, members, position);
+    for (auto [t, gradAt] : llvm::enumerate(gradRows)) {
+      Value scale = scales ? lb.load(scales, {row, ks[t]}) : f32Constant(b, 1);
+      addScaled(grad, gradAt, n, scale, source, {row});
+    }
+  });
+}
 
-  /// Phase 2: leafStart[leaf] .. leafStart[leaf + 1] index `members`, the
-  /// rows routed to the leaf in row order.
-  void group() {
-    Value one = lb.index(1);
-    leafStart = lb.allocVector(b.getIndexType(), add(leaves, one));
-    members = lb.allocVector(b.getIndexType(), rows);
-    Value cursor = lb.allocVector(b.getIndexType(), leaves);
-    lb.loop(add(leaves, one), [&](Value at) {
-      memref::StoreOp::create(b, lb.index(0), leafStart, at);
-    });
-    // Counts, in the slot after each leaf's, then their prefix sums.
-    lb.loop(rows, [&](Value row) {
-      Value at = add(memref::LoadOp::create(b, leafOf, row), one);
-      Value count = memref::LoadOp::create(b, leafStart, at);
-      memref::StoreOp::create(b, add(count, one), leafStart, at);
-    });
-    lb.loop(leaves, [&](Value leaf) {
-      Value start = memref::LoadOp::create(b, leafStart, leaf);
-      Value next = add(leaf, one);
-      Value count = memref::LoadOp::create(b, leafStart, next);
-      memref::StoreOp::create(b, add(start, count), leafStart, next);
-      memref::StoreOp::create(b, start, cursor, leaf);
-    });
-    lb.loop(rows, [&](Value row) {
-      Value leaf = memref::LoadOp::create(b, leafOf, row);
-      Value position = memref::LoadOp::create(b, cursor, leaf);
-      memref::StoreOp::create(b, row, members, position);
-      memref::StoreOp::create(b, add(position, one), cursor, leaf);
-    });
-  }
+/// `body(items)` for [first, last) in groups of groupSize(): a group past
+/// the end repeats the last item, whose results are then computed, and
+/// stored, twice alike (first < last).
+void LeafTreeGradBuilder::forEachGroup(
+    Value first, Value last, function_ref<void(ValueRange items)> body) {
+  int64_t size = groupSize();
+  Value final = arith::SubIOp::create(b, last, lb.index(1));
+  scf::ForOp::create(
+      b, first, last, lb.index(size), ValueRange{},
+      [&](OpBuilder &nested, Location, Value start, ValueRange) {
+        BuildInside inside(b, nested);
+        SmallVector<Value> items;
+        for (int64_t t = 0; t < size; ++t)
+          items.push_back(t == 0 ? start
+                                 : Value(arith::MinUIOp::create(
+                                       b, add(start, lb.index(t)), final)));
+        body(items);
+        scf::YieldOp::create(b);
+      });
+}
 
-  /// Calls `body(row)` for each row routed to `leaf`, in row order.
-  void forEachMember(Value leaf, function_ref<void(Value row)> body) {
+/// The leaf `row` is routed to, as the forward routes it: a score of exactly
+/// 0 goes right.
+Value LeafTreeGradBuilder::route(Value row) {
+  Value zero = f32Constant(b, 0.0);
+  Value node =
+      lb.loop(lb.index(op.getDepth()), lb.index(0),
+              [&](Value, ValueRange carried) {
+                Value score = arith::AddFOp::create(
+                    b, routingDot(row, carried[0]), lb.load(nodeB, carried[0]));
+                Value goRight = arith::CmpFOp::create(
+                    b, arith::CmpFPredicate::OGE, score, zero);
+                return SmallVector<Value>{lb.child(carried[0], goRight)};
+              })[0];
+  return arith::SubIOp::create(b, node, lb.index(op.getNumRoutingNodes()));
+}
+
+/// Phase 1: every row's leaf, in leafOf.
+void LeafTreeGradBuilder::routePhase() {
+  leafOf = lb.allocVector(b.getIndexType(), rows);
+  buildRowLoop(b, rows, mul(rows, mul(lb.index(op.getDepth()), inWidth)),
+               kMinParallelTreeWork, strategy(), [&](Value row) {
+                 memref::StoreOp::create(b, route(row), leafOf, row);
+               });
+}
+
+/// Phase 2: leafStart[leaf] .. leafStart[leaf + 1] index `members`, the rows
+/// routed to the leaf in row order; and the tiles of phase 3, each up to
+/// kTileRows of one leaf's members: tileLeaf[t] and tileFirst[t] (a
+/// position in `members`) for t < tileCount.
+void LeafTreeGradBuilder::group() {
+  Value one = lb.index(1);
+  leafStart = lb.allocVector(b.getIndexType(), add(leaves, one));
+  members = lb.allocVector(b.getIndexType(), rows);
+  Value cursor = lb.allocVector(b.getIndexType(), leaves);
+  lb.loop(add(leaves, one), [&](Value at) {
+    memref::StoreOp::create(b, lb.index(0), leafStart, at);
+  });
+  // Counts, in the slot after each leaf's, then their prefix sums.
+  lb.loop(rows, [&](Value row) {
+    Value at = add(memref::LoadOp::create(b, leafOf, row), one);
+    Value count = memref::LoadOp::create(b, leafStart, at);
+    memref::StoreOp::create(b, add(count, one), leafStart, at);
+  });
+  lb.loop(leaves, [&](Value leaf) {
+    Value start = memref::LoadOp::create(b, leafStart, leaf);
+    Value next = add(leaf, one);
+    Value count = memref::LoadOp::create(b, leafStart, next);
+    memref::StoreOp::create(b, add(start, count), leafStart, next);
+    memref::StoreOp::create(b, start, cursor, leaf);
+  });
+  lb.loop(rows, [&](Value row) {
+    Value leaf = memref::LoadOp::create(b, leafOf, row);
+    Value position = memref::LoadOp::create(b, cursor, leaf);
+    memref::StoreOp::create(b, row, members, position);
+    memref::StoreOp::create(b, add(position, one), cursor, leaf);
+  });
+  // Each leaf's tiles; a leaf has ceil(count / kTileRows), so there are at
+  // most ceil(B / kTileRows) + L.
+  Value tileRows = lb.index(kTileRows);
+  Value maxTiles = add(arith::CeilDivUIOp::create(b, rows, tileRows), leaves);
+  tileLeaf = lb.allocVector(b.getIndexType(), maxTiles);
+  tileFirst = lb.allocVector(b.getIndexType(), maxTiles);
+  tileCount = lb.loop(leaves, lb.index(0), [&](Value leaf, ValueRange n) {
     Value begin = memref::LoadOp::create(b, leafStart, leaf);
-    Value end = memref::LoadOp::create(b, leafStart, add(leaf, lb.index(1)));
-    lb.loopBetween(begin, end, [&](Value position) {
-      body(memref::LoadOp::create(b, members, position));
+    Value end = memref::LoadOp::create(b, leafStart, add(leaf, one));
+    Value tiles = arith::CeilDivUIOp::create(
+        b, arith::SubIOp::create(b, end, begin), tileRows);
+    lb.loop(tiles, [&](Value k) {
+      Value at = add(n[0], k);
+      memref::StoreOp::create(b, leaf, tileLeaf, at);
+      memref::StoreOp::create(b, add(begin, mul(k, tileRows)), tileFirst, at);
     });
-  }
+    return SmallVector<Value>{add(n[0], tiles)};
+  })[0];
+}
 
-  /// Rows [first, first + kSumRows) of `grad` [L, rows, width] (f32) for
-  /// `leaf`, clipped to `gradRows`: the sum over the leaf's rows r of
-  /// scale(r, k) * source(r, j) for gradient row k and column j.
-  void sumBlock(Value grad, Value leaf, Value first, Value gradRows,
-                Value width, function_ref<Value(Value r, Value k)> scale,
-                function_ref<Value(Value r, Value j)> source) {
+/// `weights` [L, rows, cols] as [L, cols, rows] in f32, so that the row
+/// operations of phase 3 read rows of it: dx's row is a sum of rows of w1
+/// transposed (scaled by dpre) rather than Din dot products of W, and
+/// dpre's a sum of rows of w2 transposed rather than W of Dout.
+Value LeafTreeGradBuilder::transposeLeaves(Value weights, Value weightRows,
+                                          Value weightCols) {
+  Value units = mul(leaves, weightCols);
+  Value transposed =
+      lb.allocScratchMatrix(b.getF32Type(), units, weightRows);
+  buildRowLoop(b, units, mul(units, weightRows), kMinParallelTreeWork,
+               strategy(), [&](Value unit) {
+                 Value leaf = arith::DivUIOp::create(b, unit, weightCols);
+                 Value col = arith::RemUIOp::create(b, unit, weightCols);
+                 lb.loop(weightRows, [&](Value row) {
+                   memref::StoreOp::create(b, lb.load(weights, {leaf, row, col}),
+                                           transposed, ValueRange{unit, row});
+                 });
+               });
+  return memref::ExpandShapeOp::create(
+      b,
+      MemRefType::get(
+          {op.getNumLeaves(), ShapedType::kDynamic, ShapedType::kDynamic},
+          b.getF32Type()),
+      transposed, ArrayRef<ReassociationIndices>{{0, 1}, {2}},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(op.getNumLeaves()), weightCols,
+                             weightRows});
+}
+
+/// Phase 3; returns dx's f32 rows.
+Value LeafTreeGradBuilder::rowPhase() {
+  activated = lb.allocScratchMatrix(b.getF32Type(), rows, hiddenWidth);
+  dpre = lb.allocScratchMatrix(b.getF32Type(), rows, hiddenWidth);
+  Value dx = lb.allocMatrix(op.getGradInput().getType(), b.getF32Type(), rows,
+                            inWidth);
+  Value w1t = transposeLeaves(w1, inWidth, hiddenWidth);
+  Value w2t = transposeLeaves(w2, hiddenWidth, outWidth);
+  Value perRow = mul(hiddenWidth, add(mul(inWidth, lb.index(2)), outWidth));
+  buildRowLoop(
+      b, tileCount, mul(rows, perRow), kMinParallelTreeWork, strategy(),
+      [&](Value tile) {
+        Value leaf = memref::LoadOp::create(b, tileLeaf, tile);
+        Value first = memref::LoadOp::create(b, tileFirst, tile);
+        Value last = arith::MinUIOp::create(
+            b, add(first, lb.index(kTileRows)), memberRange(leaf).second);
+        forEachGroup(first, last, [&](ValueRange positions) {
+          SmallVector<Value> group;
+          for (Value position : positions)
+            group.push_back(memref::LoadOp::create(b, members, position));
+          // pre = b1[leaf] + x[row] @ w1[leaf].
+          rowsTimesMatrix(activated, group, hiddenWidth, b1, {leaf}, x,
+                          inWidth, w1, {leaf});
+          // dpre = (dy[row] @ w2[leaf]^T) * act'(pre), summed into dpre
+          // first; pre becomes act(pre).
+          rowsTimesMatrix(dpre, group, hiddenWidth, Value(), {}, dy, outWidth,
+                          w2t, {leaf});
+          // Once for a row the group repeats.
+          auto differentiate = [&](Value row) {
+            lb.loop(hiddenWidth, [&](Value w) {
+              Value pre =
+                  memref::LoadOp::create(b, activated, ValueRange{row, w});
+              Value back = memref::LoadOp::create(b, dpre, ValueRange{row, w});
+              Value slope =
+                  buildActivationSlope(b, b.getLoc(), op.getActivation(), pre);
+              memref::StoreOp::create(b, arith::MulFOp::create(b, back, slope),
+                                      dpre, ValueRange{row, w});
+              memref::StoreOp::create(
+                  b, buildActivation(b, b.getLoc(), op.getActivation(), pre),
+                  activated, ValueRange{row, w});
+            });
+          };
+          for (auto [t, row] : llvm::enumerate(group)) {
+            if (t == 0) {
+              differentiate(row);
+              continue;
+            }
+            Value fresh = arith::CmpIOp::create(
+                b, arith::CmpIPredicate::ne, positions[t], positions[t - 1]);
+            scf::IfOp::create(b, fresh, [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              differentiate(row);
+              scf::YieldOp::create(b);
+            });
+          }
+          // dx[row] = dpre[row] @ w1[leaf]^T.
+          rowsTimesMatrix(dx, group, inWidth, Value(), {}, dpre, hiddenWidth,
+                          w1t, {leaf});
+        });
+      });
+  return dx;
+}
+
+/// Phase 4: dw1, db1, dw2, db2 in f32.
+std::tuple<Value, Value, Value, Value> LeafTreeGradBuilder::sums() {
+  Value dw1 = lb.alloc(op.getGradW1().getType(), b.getF32Type(),
+                       {leaves, inWidth, hiddenWidth});
+  Value db1 = lb.alloc(op.getGradB1().getType(), b.getF32Type(),
+                       {leaves, hiddenWidth});
+  Value dw2 = lb.alloc(op.getGradW2().getType(), b.getF32Type(),
+                       {leaves, hiddenWidth, outWidth});
+  Value db2 =
+      lb.alloc(op.getGradB2().getType(), b.getF32Type(), {leaves, outWidth});
+  Value blockRows = lb.index(kSumRows);
+  Value inBlocks = arith::CeilDivUIOp::create(b, inWidth, blockRows);
+  Value hiddenBlocks = arith::CeilDivUIOp::create(b, hiddenWidth, blockRows);
+  Value blocksPerLeaf = add(inBlocks, hiddenBlocks);
+  Value work = mul(rows, mul(hiddenWidth, add(inWidth, outWidth)));
+  // Gradient rows [first, first + kSumRows) of a block, clipped to `count`,
+  // in groups.
+  auto forEachBlockGroup = [&](Value first, Value count,
+                               function_ref<void(ValueRange ks)> body) {
     Value last =
-        arith::MinUIOp::create(b, add(first, lb.index(kSumRows)), gradRows);
-    Value zero = f32Constant(b, 0.0);
-    lb.loopBetween(first, last, [&](Value k) {
-      lb.loop(width, [&](Value j) {
-        memref::StoreOp::create(b, zero, grad, ValueRange{leaf, k, j});
-      });
-    });
-    forEachMember(leaf, [&](Value r) {
-      lb.loopBetween(first, last, [&](Value k) {
-        addScaled(grad, {leaf, k}, width, scale(r, k),
-                  [&](Value j) { return source(r, j); });
-      });
-    });
-  }
-
-  /// db1 and db2 of `leaf`: its rows' dpre and dy, in row order.
-  void sumBiases(Value db1, Value db2, Value leaf) {
-    Value zero = f32Constant(b, 0.0);
-    lb.loop(hiddenWidth, [&](Value w) {
-      memref::StoreOp::create(b, zero, db1, ValueRange{leaf, w});
-    });
-    lb.loop(outWidth, [&](Value j) {
-      memref::StoreOp::create(b, zero, db2, ValueRange{leaf, j});
-    });
-    Value one = f32Constant(b, 1.0);
-    forEachMember(leaf, [&](Value r) {
-      addScaled(db1, {leaf}, hiddenWidth, one, [&](Value w) {
-        return memref::LoadOp::create(b, dpre, ValueRange{r, w});
-      });
-      addScaled(db2, {leaf}, outWidth, one,
-                [&](Value j) { return lb.load(dy, {r, j}); });
-    });
-  }
-
-  /// Phase 3: dw1, db1, dw2, db2 in f32.
-  std::tuple<Value, Value, Value, Value> sums() {
-    Value dw1 = lb.alloc(op.getGradW1().getType(), b.getF32Type(),
-                         {leaves, inWidth, hiddenWidth});
-    Value db1 = lb.alloc(op.getGradB1().getType(), b.getF32Type(),
-                         {leaves, hiddenWidth});
-    Value dw2 = lb.alloc(op.getGradW2().getType(), b.getF32Type(),
-                         {leaves, hiddenWidth, outWidth});
-    Value db2 = lb.alloc(op.getGradB2().getType(), b.getF32Type(),
-                         {leaves, outWidth});
-    Value blockRows = lb.index(kSumRows);
-    Value inBlocks = arith::CeilDivUIOp::create(b, inWidth, blockRows);
-    Value hiddenBlocks = arith::CeilDivUIOp::create(b, hiddenWidth, blockRows);
-    Value blocksPerLeaf = add(inBlocks, hiddenBlocks);
-    Value work = mul(rows, mul(hiddenWidth, add(inWidth, outWidth)));
-    buildRowLoop(
-        b, mul(leaves, blocksPerLeaf), work, kMinParallelTreeWork,
-        /*strategy=*/{}, [&](Value unit) {
-          Value leaf = arith::DivUIOp::create(b, unit, blocksPerLeaf);
-          Value block = arith::RemUIOp::create(b, unit, blocksPerLeaf);
-          Value isW1 = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                             block, inBlocks);
-          scf::IfOp::create(
-              b, isW1,
-              [&](OpBuilder &nested, Location) {
-                BuildInside inside(b, nested);
-                // dw1[leaf, i, w] = sum of x[r, i] * dpre[r, w].
-                sumBlock(
-                    dw1, leaf, mul(block, blockRows), inWidth, hiddenWidth,
-                    [&](Value r, Value i) { return lb.load(x, {r, i}); },
-                    [&](Value r, Value w) {
-                      return memref::LoadOp::create(b, dpre, ValueRange{r, w});
-                    });
-                scf::YieldOp::create(b);
-              },
-              [&](OpBuilder &nested, Location) {
-                BuildInside inside(b, nested);
-                // dw2[leaf, w, j] = sum of act(pre)[r, w] * dy[r, j].
-                Value hiddenBlock = arith::SubIOp::create(b, block, inBlocks);
-                sumBlock(
-                    dw2, leaf, mul(hiddenBlock, blockRows), hiddenWidth,
-                    outWidth,
-                    [&](Value r, Value w) {
-                      return memref::LoadOp::create(b, activated,
-                                                    ValueRange{r, w});
-                    },
-                    [&](Value r, Value j) { return lb.load(dy, {r, j}); });
-                Value first = arith::CmpIOp::create(
-                    b, arith::CmpIPredicate::eq, hiddenBlock, lb.index(0));
-                scf::IfOp::create(b, first, [&](OpBuilder &inner, Location) {
-                  BuildInside inside(b, inner);
-                  sumBiases(db1, db2, leaf);
-                  scf::YieldOp::create(b);
-                });
+        arith::MinUIOp::create(b, add(first, lb.index(kSumRows)), count);
+    forEachGroup(first, last, body);
+  };
+  buildRowLoop(
+      b, mul(leaves, blocksPerLeaf), work, kMinParallelTreeWork, strategy(),
+      [&](Value unit) {
+        Value leaf = arith::DivUIOp::create(b, unit, blocksPerLeaf);
+        Value block = arith::RemUIOp::create(b, unit, blocksPerLeaf);
+        Value isW1 = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, block,
+                                           inBlocks);
+        scf::IfOp::create(
+            b, isW1,
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              // dw1[leaf, i, :] = sum of x[r, i] * dpre[r, :].
+              forEachBlockGroup(mul(block, blockRows), inWidth,
+                                [&](ValueRange is) {
+                                  sumOverRows(leaf, dw1, hiddenWidth, x, is,
+                                              dpre);
+                                });
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              // dw2[leaf, w, :] = sum of act(pre)[r, w] * dy[r, :].
+              Value hiddenBlock = arith::SubIOp::create(b, block, inBlocks);
+              forEachBlockGroup(mul(hiddenBlock, blockRows), hiddenWidth,
+                                [&](ValueRange ws) {
+                                  sumOverRows(leaf, dw2, outWidth, activated,
+                                              ws, dy);
+                                });
+              // A leaf's first dw2 block also sums its db1 and db2.
+              Value firstBlock = arith::CmpIOp::create(
+                  b, arith::CmpIPredicate::eq, hiddenBlock, lb.index(0));
+              scf::IfOp::create(b, firstBlock, [&](OpBuilder &inner, Location) {
+                BuildInside inside(b, inner);
+                sumOverRows(leaf, db1, hiddenWidth, Value(), {}, dpre);
+                sumOverRows(leaf, db2, outWidth, Value(), {}, dy);
                 scf::YieldOp::create(b);
               });
-        });
-    return {dw1, db1, dw2, db2};
-  }
+              scf::YieldOp::create(b);
+            });
+      });
+  return {dw1, db1, dw2, db2};
+}
 
-  ImplicitLocOpBuilder &b;
-  BufferLoopBuilder lb;
-  LeafTreeFFNGradOp op;
-  Value dy, x, nodeW, nodeB, w1, b1, w2;
-  Value rows, inWidth, hiddenWidth, outWidth, leaves;
-  /// Phase 1's records: each row's leaf [B], act(pre) and dpre [B, W].
-  Value leafOf, activated, dpre;
-  /// Phase 2's grouping.
-  Value leafStart, members;
-};
+namespace {
 
 struct LeafTreeFFNGradLowering : OpConversionPattern<LeafTreeFFNGradOp> {
   using OpConversionPattern::OpConversionPattern;

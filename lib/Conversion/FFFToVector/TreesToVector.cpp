@@ -589,7 +589,8 @@ struct ConvertFFFTreesToVectorPass
       return signalPassFailure();
     }
     ConversionTarget target(getContext());
-    target.addIllegalOp<TreeFFNOp, LeafTreeFFNOp, TreeFFNGradOp>();
+    target.addIllegalOp<TreeFFNOp, LeafTreeFFNOp, TreeFFNGradOp,
+                        LeafTreeFFNGradOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateFFFTreesToVectorPatterns(
@@ -608,4 +609,5 @@ void fff::populateFFFTreesToVectorPatterns(RewritePatternSet &patterns,
   patterns.add<TreeFFNToVector, LeafTreeFFNToVector>(
       patterns.getContext(), TreeOptions{target, cacheBytes});
   populateFFFTreeGradsToVectorPatterns(patterns, target, cacheBytes);
+  populateFFFLeafTreeGradsToVectorPatterns(patterns, target, cacheBytes);
 }

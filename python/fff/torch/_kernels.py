@@ -76,3 +76,47 @@ def tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation, placement)
     db_in = results[3] if b_in is not None else None
     db_out = results[-1] if b_out is not None else None
     return dx.reshape(x.shape), dw_in, db_in, dw_out, db_out
+
+
+# Leaves whose matrix products are large enough for BLAS: at a leaf width
+# past 64 the products of a leaf's rows (B / L of them) are dense matrix
+# multiplications, which torch's BLAS-backed ops run faster than fff's row
+# kernel once (B / L) * W passes this. Measured on 2 cores at Din = Dout =
+# 768, batch 4096 (the kernel against the torch ops, f32): 1.65x-19x faster
+# for every depth 2-11 at W <= 64; at W = 128, 2.4x at 64 rows a leaf but
+# 0.9x at 1024; 0.36x-0.57x at W >= 256 and 1024+ rows a leaf.
+_BLAS_LEAF_WORK = 64 * 256
+
+
+def takes_leaf_grad(x, w1, emulate_cuda=False):
+    """Whether fff's leaf_tree_ffn_grad kernel takes a gradient of x's rows
+    through leaves w1 [L, Din, W]: CPU tensors of f32, f16 or bf16, not
+    under emulate_cuda (the op has no GPU kernel yet), and leaves narrow
+    enough or rows few enough for the kernel to beat BLAS (see
+    _BLAS_LEAF_WORK). The others run in torch ops."""
+    if x.device.type != "cpu" or emulate_cuda or x.dtype not in ELEMENT:
+        return False
+    leaves, width = w1.shape[0], w1.shape[-1]
+    rows_per_leaf = x.numel() // max(x.shape[-1], 1) / leaves
+    return width <= 64 or rows_per_leaf * width <= _BLAS_LEAF_WORK
+
+
+def leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
+    """(dx, dw1, db1, dw2, db2) of fff::leaf_tree_ffn on fff's
+    leaf_tree_ffn_grad kernel, on the CPU."""
+    element, din, (leaves, width, dout) = ELEMENT[x.dtype], x.shape[-1], w2.shape
+    types = [tensor_type(shape, element) for shape in
+             [(None, dout), (None, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width),
+              (leaves, width, dout)]]
+    result_types = [types[1], types[4], types[5], types[6], tensor_type((leaves, dout), element)]
+    names = ["%dy", "%x", "%nw", "%nb", "%w1", "%b1", "%w2"]
+    results = ", ".join(["%dx", "%dw1", "%db1", "%dw2", "%db2"])
+    signature = ", ".join(f"{n}: {t}" for n, t in zip(names, types))
+    text = (f"func.func @grad({signature}) -> ({', '.join(result_types)}) {{\n"
+            f"  {results} = fff.leaf_tree_ffn_grad {', '.join(names)} "
+            f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {', '.join(types)}\n"
+            f"  return {results} : {', '.join(result_types)}\n}}\n")
+    rows, grad = x.reshape(-1, din), dy.reshape(-1, dout)
+    function = executable(text, "cpu", ()).grad
+    dx, dw1, db1, dw2, db2 = function(grad, rows, node_w, node_b, w1, b1, w2)
+    return dx.reshape(x.shape), dw1, db1, dw2, db2

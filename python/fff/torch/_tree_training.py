@@ -27,12 +27,20 @@ kernel sums each logit as the forward kernel does, so it takes the
 forward's paths; the torch ops sum in their own order, and a logit within
 rounding of 0 may route otherwise there (all send exactly 0 left).
 
-fff::leaf_tree_ffn: the hard-routed gradient, in torch ops. The chosen
-leaf's w1, b1, w2, b2 and x get gradients; the routing nodes get zero (a
-zero tensor, not None, so that an optimizer treats them as the
-`fastfeedforward` package's training with hard decisions does: weight decay
-still applies). The rows are grouped by leaf, and each leaf's gradients are
-a few matrix products over its rows.
+fff::leaf_tree_ffn: the hard-routed gradient. The chosen leaf's w1, b1,
+w2, b2 and x get gradients; the routing nodes get zero (a zero tensor, not
+None, so that an optimizer treats them as the `fastfeedforward` package's
+training with hard decisions does: weight decay still applies). On CPU
+tensors of f32, f16 and bf16 it runs on fff's kernel of the dialect's
+fff.leaf_tree_ffn_grad (_kernels.leaf_tree_ffn_grad): each leaf's sums over
+its rows in row order, the same bits for any thread count. Elsewhere (f64,
+CUDA, the emulator: the op has no GPU kernel yet; leaves so wide, with so
+many rows each, that their products are dense matrix multiplications, which
+torch's BLAS runs faster: _kernels.takes_leaf_grad) and for double backward,
+leaf_tree_ffn_backward below groups the rows by leaf in torch ops, each
+leaf's gradients a few matrix products over its rows. Either routes each
+row again; a score within rounding of 0 may route otherwise than the
+forward's kernel did (all send exactly 0 right).
 
 The torch-op gradients compute in f32 (f64 for f64 inputs) and return each
 gradient in its tensor's dtype; all weight gradients are dense tensors.
@@ -184,6 +192,17 @@ def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activat
             dw1.to(w1.dtype), db1.to(b1.dtype), dw2.to(w2.dtype), db2.to(b2.dtype))
 
 
+def leaf_tree_ffn_gradients(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation, emulate_cuda=False):
+    """leaf_tree_ffn_backward's gradients, on fff's leaf_tree_ffn_grad
+    kernel where it takes the tensors (CPU, f32/f16/bf16, leaves not so
+    wide that BLAS wins: each leaf's sums in row order, the same bits for
+    any thread count), else in torch ops."""
+    if _kernels.takes_leaf_grad(x, w1, emulate_cuda):
+        dx, dw1, db1, dw2, db2 = _kernels.leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation)
+        return dx, torch.zeros_like(node_w), torch.zeros_like(node_b), dw1, db1, dw2, db2
+    return leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+
+
 def _fresh(t, like):
     """A fake result like `t`, contiguous whatever `t`'s strides (the
     gradients are new tensors in row-major order; empty_like would keep a
@@ -219,17 +238,17 @@ def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
 @direct_op("fff::leaf_tree_ffn_backward")
 def leaf_tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor,
                               w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor, depth: int,
-                              activation: str) -> list[torch.Tensor]:
+                              activation: str, emulate_cuda: bool = False) -> list[torch.Tensor]:
     """dx, dnode_w (zero), dnode_b (zero), dw1, db1, dw2, db2 of
     fff::leaf_tree_ffn."""
     check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     check_output_grad("fff::leaf_tree_ffn_backward", dy, x, (*x.shape[:-1], w2.shape[-1]))
     count_backward("leaf_tree_ffn_grad")
-    return list(leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation))
+    return list(leaf_tree_ffn_gradients(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation, emulate_cuda))
 
 
 @leaf_tree_ffn_backward_op.register_fake
-def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation, emulate_cuda=False):
     return [_fresh(t, x) for t in (x, node_w, node_b, w1, b1, w2, b2)]
 
 
@@ -256,7 +275,8 @@ def leaf_tree_ffn_autograd(ctx, dy):
     if torch.is_grad_enabled():
         grads = leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
     else:
-        grads = torch.ops.fff.leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+        grads = torch.ops.fff.leaf_tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation,
+                                                     emulate_cuda=ctx.emulate_cuda)
     return (*grads, None, None, None)
 
 
@@ -290,7 +310,7 @@ def _layer_forward(layer, rows, weights, depth, activation):
 
 def _layer_backward(layer, grad, rows, weights, depth, activation):
     """dx, then one gradient per weight (None for an absent bias)."""
-    backward = tree_ffn_gradients if layer == "tree_ffn" else leaf_tree_ffn_backward
+    backward = tree_ffn_gradients if layer == "tree_ffn" else leaf_tree_ffn_gradients
     return backward(grad, rows, *weights, depth, activation)
 
 

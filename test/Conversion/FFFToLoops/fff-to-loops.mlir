@@ -164,28 +164,40 @@ func.func @leaf_tree_ffn(%x: tensor<?x8xf32>, %nw: tensor<3x8xf32>, %nb: tensor<
 // -----
 
 // leaf_tree_ffn_grad: (1) a loop over rows (threaded) that routes each row
-// with `score >= 0` as the forward does, records its leaf, act(pre) and
-// dpre, and stores its dx row; (2) a counting sort of the rows by leaf; (3)
-// a loop over blocks of the leaves' dw1 and dw2 rows (threaded), each
-// summing over its leaf's rows, the first dw2 block of a leaf also db1 and
-// db2. Then every gradient narrowed to bf16.
+// with `score >= 0` as the forward does; (2) a counting sort of the rows by
+// leaf, and the tiles (a leaf, a first position) cut from it; w1 and w2
+// transposed; (3) a loop over the tiles (threaded) that records each row's
+// act(pre) and dpre and stores its dx row; (4) a loop over blocks of the
+// leaves' dw1 and dw2 rows (threaded), each summing over its leaf's rows,
+// the first dw2 block of a leaf also db1 and db2. Then every gradient
+// narrowed to bf16.
 // CHECK-LABEL: func @leaf_tree_ffn_grad
 // CHECK:         %[[LEAF_OF:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
-// CHECK:         %[[ACT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
-// CHECK:         %[[DPRE:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
-// CHECK:         %[[DX:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
 // CHECK:         scf.parallel (%[[ROW:.*]]) =
 // CHECK:           %[[NODE:.*]] = scf.for {{.*}} -> (index)
 // CHECK:             arith.cmpf oge
 // CHECK:           %[[LEAF:.*]] = arith.subi %[[NODE]], %{{.*}} : index
 // CHECK:           memref.store %[[LEAF]], %[[LEAF_OF]][%[[ROW]]]
-// CHECK:           math.erf
-// CHECK:           memref.store %{{.*}}, %[[DPRE]][%[[ROW]], %{{.*}}]
-// CHECK:           memref.store %{{.*}}, %[[ACT]][%[[ROW]], %{{.*}}]
-// CHECK:           memref.store %{{.*}}, %[[DX]][%[[ROW]], %{{.*}}] : memref<?x8xf32>
 // CHECK:         %[[STARTS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         %[[MEMBERS:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
 // CHECK:         memref.store %{{.*}}, %[[MEMBERS]]
+// CHECK:         %[[TILE_LEAF:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[TILE_FIRST:.*]] = memref.alloc(%{{.*}}) : memref<?xindex>
+// CHECK:         %[[TILES:.*]] = scf.for {{.*}} -> (index)
+// CHECK:         %[[ACT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         %[[DPRE:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         %[[DX:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
+// CHECK:         memref.expand_shape {{.*}} into memref<4x?x?xf32>
+// CHECK:         memref.expand_shape {{.*}} into memref<4x?x?xf32>
+// CHECK:         scf.parallel (%[[TILE:.*]]) = (%{{.*}}) to (%[[TILES]])
+// CHECK:           memref.load %[[TILE_LEAF]][%[[TILE]]]
+// CHECK:           memref.load %[[TILE_FIRST]][%[[TILE]]]
+// CHECK:           memref.store %{{.*}}, %[[ACT]]
+// CHECK:           memref.store %{{.*}}, %[[DPRE]]
+// CHECK:           math.erf
+// CHECK:           memref.store %{{.*}}, %[[DPRE]]
+// CHECK:           memref.store %{{.*}}, %[[ACT]]
+// CHECK:           memref.store %{{.*}}, %[[DX]]
 // CHECK:         %[[DW1:.*]] = memref.alloc() : memref<4x8x2xf32>
 // CHECK:         %[[DB1:.*]] = memref.alloc() : memref<4x2xf32>
 // CHECK:         %[[DW2:.*]] = memref.alloc() : memref<4x2x5xf32>

@@ -6,17 +6,31 @@
 # no row reaches. Also: a score of exactly 0 routes right in the backward as
 # in the forward, and the gradients have the same bits for 1 and 3 threads.
 #
+# Runs through the vector lowering (convert-fff-trees-to-vector, at this
+# host's vector width and at 256 bits) and the scalar reference
+# (convert-fff-to-loops, fff-run --reference).
+#
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
+# RUN: %python %s --vector-bits=256 | FileCheck %s
+# RUN: %python %s --reference | FileCheck %s
 # CHECK: all {{[0-9]+}} checks passed
+
+import sys
 
 import numpy as np
 
 from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, leaf_tree_ffn_paths,
-                      quantize, run, stable_rows)
+                      quantize, stable_rows)
+from fffcheck import run as fffcheck_run
 
 rng = np.random.default_rng(28)
 check = Checker()
+FLAGS = sys.argv[1:]  # fff-run's: --reference, --vector-bits=N
+
+
+def run(mlir, func, args, count, extra_flags=()):
+    return fffcheck_run(mlir, func, args, count, extra_flags=[*FLAGS, *extra_flags])
 
 
 def slope(activation, pre, step=1e-5):
@@ -61,7 +75,7 @@ def stable_inputs(rows, din, dtype, node_w, node_b, depth):
     raise RuntimeError("no stable rows")
 
 
-def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True, flags=()):
+def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     leaves = 2**depth
     nw_arr, nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
     nb_arr, nb = quantize(rng.standard_normal(leaves - 1) * 0.3, dtype)
@@ -72,7 +86,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True, 
     dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
     args = [dy_arr, x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr]
     mlir = leaf_tree_ffn_grad_function(dtype, rows, din, width, dout, depth, activation, dynamic)
-    results = run(mlir, "grad", args, 5, extra_flags=flags)
+    results = run(mlir, "grad", args, 5)
     expected = reference(dy, x, nw, nb, w1, b1, w2, depth, activation)
     name = f"{dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
     for what, want, got in zip(("dx", "dw1", "db1", "dw2", "db2"), expected, results):

@@ -41,6 +41,14 @@ void populateFFFTreeGradsToVectorPatterns(mlir::RewritePatternSet &patterns,
                                           const CPUTarget &target,
                                           int64_t cacheBytes);
 
+/// The pattern lowering fff.leaf_tree_ffn_grad to loops of vector code over
+/// buffers, for `target`, its routing's strategy sized for `cacheBytes` (0:
+/// this host's) as the forward's is (part of
+/// populateFFFTreesToVectorPatterns).
+void populateFFFLeafTreeGradsToVectorPatterns(
+    mlir::RewritePatternSet &patterns, const CPUTarget &target,
+    int64_t cacheBytes);
+
 } // namespace fff
 
 #endif // FFF_CONVERSION_FFFTOVECTOR_FFFTOVECTOR_H
