@@ -35,12 +35,11 @@ ratio to each baseline (>1: fff is faster). Nothing asserts a speed.
 
 import argparse
 import os
-import statistics
-import time
 
 import torch
 
 import fff.torch
+from timing import interleaved_ms
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--quick", action="store_true", help="batch 128 and 1024 only, fewer repetitions")
@@ -58,20 +57,6 @@ WIDTH, DENSE_HIDDEN = 768, 3072
 
 def repeats(batch):
     return 3 if options.quick or batch >= 16384 else 5
-
-
-def interleaved_ms(fns, count):
-    """Median ms of each of `fns` (name: callable), timed round-robin after
-    one warm-up call each (which compiles)."""
-    for fn in fns.values():
-        fn()
-    times = {name: [] for name in fns}
-    for _ in range(count):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: 1e3 * statistics.median(t) for name, t in times.items()}
 
 
 def step(module, x, dy):

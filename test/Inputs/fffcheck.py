@@ -264,21 +264,37 @@ def stable_rows(x, weights, decisions):
 
 
 
-def stable_tree_inputs(rng, rows, din, dtype, w_in, b_in, depth):
-    """(storage, values) of x [rows, din] for a tree_ffn with w_in and b_in
-    (may be None), whose every routing decision is clear of f32 rounding
-    (unstable rows are drawn again), so that a kernel and a float64
-    reference walk the same paths."""
+def stable_inputs(rng, rows, din, dtype, weights, decisions_of):
+    """(storage, values) of x [rows, din] whose every routing decision
+    (decisions_of(x), [rows, ...]) is clear of f32 rounding of the
+    `weights` that make them (unstable rows are drawn again), so that a
+    kernel and a float64 reference route alike."""
     x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
     for _ in range(50):
-        _, _, logits = tree_ffn_paths(x, w_in, b_in, w_in[..., :1], None, depth, "identity")
-        unstable = ~stable_rows(x, w_in, logits)
+        unstable = ~stable_rows(x, weights, decisions_of(x))
         if not unstable.any():
             return x_arr, x
         fresh_arr, fresh = quantize(rng.standard_normal((int(unstable.sum()), din)), dtype)
         x_arr, x = x_arr.copy(), x.copy()
         x_arr[unstable], x[unstable] = fresh_arr, fresh
     raise RuntimeError("no stable rows")
+
+
+def stable_tree_inputs(rng, rows, din, dtype, w_in, b_in, depth):
+    """stable_inputs for a tree_ffn with w_in and b_in (may be None): its
+    logits along each row's paths."""
+    return stable_inputs(rng, rows, din, dtype, w_in,
+                         lambda x: tree_ffn_paths(x, w_in, b_in, w_in[..., :1], None, depth, "identity")[2])
+
+
+def stable_leaf_inputs(rng, rows, din, dtype, node_w, node_b, depth):
+    """stable_inputs for a leaf_tree_ffn with node_w and node_b: its
+    routing scores."""
+    leaves = 2**depth
+    no_leaves = (np.zeros((leaves, din, 1)), np.zeros((leaves, 1)), np.zeros((leaves, 1, 1)), np.zeros((leaves, 1)))
+    return stable_inputs(rng, rows, din, dtype, node_w,
+                         lambda x: leaf_tree_ffn_paths(x, node_w, node_b, *no_leaves, depth, "identity")[2])
+
 
 # Functions of one tree layer, as the numeric tests run them.
 def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias, name="f"):

@@ -20,8 +20,8 @@ import sys
 
 import numpy as np
 
-from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, leaf_tree_ffn_paths,
-                      quantize, stable_rows)
+from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, quantize,
+                      stable_leaf_inputs)
 from fffcheck import run as fffcheck_run
 
 rng = np.random.default_rng(28)
@@ -58,23 +58,6 @@ def reference(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
     return dx, dw1, db1, dw2, db2
 
 
-def stable_inputs(rows, din, dtype, node_w, node_b, depth):
-    """x whose every routing score is clear of f32 rounding (unstable rows
-    drawn again), so that the kernel and the reference route alike."""
-    x_arr, x = quantize(rng.standard_normal((rows, din)), dtype)
-    for _ in range(50):
-        leaves = 2**depth
-        _, _, scores = leaf_tree_ffn_paths(x, node_w, node_b, np.zeros((leaves, din, 1)), np.zeros((leaves, 1)),
-                                           np.zeros((leaves, 1, 1)), np.zeros((leaves, 1)), depth, "identity")
-        unstable = ~stable_rows(x, node_w, scores)
-        if not unstable.any():
-            return x_arr, x
-        fresh_arr, fresh = quantize(rng.standard_normal((int(unstable.sum()), din)), dtype)
-        x_arr, x = x_arr.copy(), x.copy()
-        x_arr[unstable], x[unstable] = fresh_arr, fresh
-    raise RuntimeError("no stable rows")
-
-
 def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     leaves = 2**depth
     nw_arr, nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
@@ -82,7 +65,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     w1_arr, w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
     b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.3, dtype)
     w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
-    x_arr, x = stable_inputs(rows, din, dtype, nw, nb, depth)
+    x_arr, x = stable_leaf_inputs(rng, rows, din, dtype, nw, nb, depth)
     dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
     args = [dy_arr, x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr]
     mlir = leaf_tree_ffn_grad_function(dtype, rows, din, width, dout, depth, activation, dynamic)
