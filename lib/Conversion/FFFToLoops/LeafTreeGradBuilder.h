@@ -6,9 +6,9 @@
 // act(pre) and dx, threaded over tiles; and the leaves' sums, threaded over
 // blocks of gradient rows. The scalar lowering (convert-fff-to-loops) is
 // this class as it is; the vector one (convert-fff-trees-to-vector)
-// overrides its row operations (routingDot, dot, rowTimesMatrix,
-// sumOverRows) with vector code, and keeps the rest, so the two group and
-// order the sums alike.
+// overrides its row operations (routingDot, rowsTimesMatrix, sumOverRows,
+// with groupSize) with vector code, and keeps the rest, so the two group
+// and order the sums alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +83,7 @@ private:
   std::tuple<Value, Value, Value, Value> sums();
   void forEachGroup(Value first, Value last,
                     function_ref<void(ValueRange items)> body);
+
   /// Each row's leaf [B] (phase 1); act(pre) and dpre [B, W] (phase 3).
   Value leafOf, activated, dpre;
   /// Phase 2's grouping and tiles.
