@@ -47,6 +47,13 @@ inline Value fromF32(ImplicitLocOpBuilder &b, Value value, Type type) {
   return arith::TruncFOp::create(b, type, value);
 }
 
+/// `prefix` followed by `last`: the indices of a row's element.
+inline SmallVector<Value> rowElement(ValueRange prefix, Value last) {
+  SmallVector<Value> indices(prefix);
+  indices.push_back(last);
+  return indices;
+}
+
 /// Emits the scalar loop nests of the tree ops over buffers.
 class BufferLoopBuilder {
 public:

@@ -89,13 +89,6 @@ SmallVector<Value> LeafTreeGradBuilder::build() {
           lb.finish(db2, op.getGradB2().getType(), leaves, outWidth)};
 }
 
-/// `indices` followed by `j`.
-static SmallVector<Value> append(ValueRange indices, Value j) {
-  SmallVector<Value> all(indices);
-  all.push_back(j);
-  return all;
-}
-
 Value LeafTreeGradBuilder::routingDot(Value row, Value node) {
   return lb.dot(
       inWidth, [&](Value i) { return lb.load(x, {row, i}); },
@@ -106,10 +99,10 @@ void LeafTreeGradBuilder::addScaled(Value acc, ValueRange accAt, Value n,
                                     Value scale, Value source,
                                     ValueRange sourceAt) {
   lb.loop(n, [&](Value j) {
-    SmallVector<Value> at = append(accAt, j);
+    SmallVector<Value> at = rowElement(accAt, j);
     Value old = memref::LoadOp::create(b, acc, at);
-    Value term =
-        arith::MulFOp::create(b, scale, lb.load(source, append(sourceAt, j)));
+    Value term = arith::MulFOp::create(
+        b, scale, lb.load(source, rowElement(sourceAt, j)));
     memref::StoreOp::create(b, arith::AddFOp::create(b, old, term), acc, at);
   });
 }
@@ -122,11 +115,12 @@ void LeafTreeGradBuilder::rowsTimesMatrix(Value out, ValueRange rowsOf,
   for (Value row : rowsOf) {
     lb.loop(n, [&](Value j) {
       Value start =
-          bias ? lb.load(bias, append(biasAt, j)) : f32Constant(b, 0);
+          bias ? lb.load(bias, rowElement(biasAt, j)) : f32Constant(b, 0);
       memref::StoreOp::create(b, start, out, ValueRange{row, j});
     });
     lb.loop(m, [&](Value i) {
-      addScaled(out, {row}, n, lb.load(lhs, {row, i}), rhs, append(rhsAt, i));
+      addScaled(out, {row}, n, lb.load(lhs, {row, i}), rhs,
+                rowElement(rhsAt, i));
     });
   }
 }
@@ -146,7 +140,8 @@ void LeafTreeGradBuilder::sumOverRows(Value leaf, Value grad, Value n,
     gradRows.push_back({leaf});
   for (ValueRange gradAt : gradRows)
     lb.loop(n, [&](Value j) {
-      memref::StoreOp::create(b, f32Constant(b, 0), grad, append(gradAt, j));
+      memref::StoreOp::create(b, f32Constant(b, 0), grad,
+                              rowElement(gradAt, j));
     });
   auto [begin, end] = memberRange(leaf);
   lb.loopBetween(begin, end, [&](Value position) {

@@ -134,24 +134,17 @@ void TreeGradBuilder::walkTree(Value row, Value tree, Value dx) {
   });
 }
 
-/// `indices` followed by `j`.
-static SmallVector<Value> append(ValueRange indices, Value j) {
-  SmallVector<Value> all(indices);
-  all.push_back(j);
-  return all;
-}
-
 Value TreeGradBuilder::dot(Value n, Value lhs, ValueRange lhsAt, Value rhs,
                            ValueRange rhsAt) {
   return lb.dot(
-      n, [&](Value j) { return lb.load(lhs, append(lhsAt, j)); },
-      [&](Value j) { return lb.load(rhs, append(rhsAt, j)); });
+      n, [&](Value j) { return lb.load(lhs, rowElement(lhsAt, j)); },
+      [&](Value j) { return lb.load(rhs, rowElement(rhsAt, j)); });
 }
 
 void TreeGradBuilder::addScaledRow(Value acc, Value row, Value scale,
                                    Value source, ValueRange sourceAt, Value n) {
   lb.accumulateRow(acc, row, n, scale, [&](Value j) {
-    return lb.load(source, append(sourceAt, j));
+    return lb.load(source, rowElement(sourceAt, j));
   });
 }
 
@@ -253,12 +246,7 @@ void TreeGradBuilder::accumulateSlab(Value grad, Value source, Value scale,
   Value last = arith::MinUIOp::create(b, add(first, columns), width);
   Value zero = f32Constant(b, 0.0);
   auto slabColumnLoop = [&](function_ref<void(Value)> body) {
-    scf::ForOp::create(b, first, last, lb.index(1), ValueRange{},
-                       [&](OpBuilder &nested, Location, Value j, ValueRange) {
-                         BuildInside inside(b, nested);
-                         body(j);
-                         scf::YieldOp::create(b);
-                       });
+    lb.loopBetween(first, last, body);
   };
   lb.loop(s.trees, [&](Value tree) {
     lb.loop(s.nodes, [&](Value node) {

@@ -40,13 +40,6 @@ constexpr int64_t kChunkVectors = 4;
 /// registers, whose independent multiply-add chains cover their latency.
 constexpr int64_t kGroupRows = 4;
 
-/// `indices` followed by `j`.
-SmallVector<Value> append(ValueRange indices, Value j) {
-  SmallVector<Value> all(indices);
-  all.push_back(j);
-  return all;
-}
-
 class VectorLeafTreeGradBuilder : public LeafTreeGradBuilder {
 public:
   VectorLeafTreeGradBuilder(ImplicitLocOpBuilder &b, LeafTreeFFNGradOp op,
@@ -70,15 +63,14 @@ protected:
       SmallVector<Value> starts;
       for (int64_t t = 0; t < count; ++t)
         for (auto [column, mask] : llvm::zip(columns, masks))
-          starts.push_back(bias
-                               ? emit.load(bias, append(biasAt, column), mask)
-                               : emit.zeros());
+          starts.push_back(bias ? emit.load(bias, at(biasAt, column), mask)
+                                : emit.zeros());
       SmallVector<Value> sums =
           lb.loop(m, starts, [&](Value i, ValueRange partial) {
-            SmallVector<Value> rowAt = append(rhsAt, i);
+            SmallVector<Value> rowAt = at(rhsAt, i);
             SmallVector<Value> terms;
             for (auto [column, mask] : llvm::zip(columns, masks))
-              terms.push_back(emit.load(rhs, append(rowAt, column), mask));
+              terms.push_back(emit.load(rhs, at(rowAt, column), mask));
             SmallVector<Value> next;
             for (auto [t, row] : llvm::enumerate(rowsOf)) {
               Value factor = emit.splat(lb.load(lhs, {row, i}));
@@ -130,8 +122,8 @@ protected:
         if (scales)
           gradAt.push_back(ks[t]);
         for (auto [v, column, mask] : llvm::enumerate(columns, masks))
-          emit.store(loop.getResult(t * width + v), grad,
-                     append(gradAt, column), mask);
+          emit.store(loop.getResult(t * width + v), grad, at(gradAt, column),
+                     mask);
       }
     });
   }
@@ -184,13 +176,10 @@ struct LeafTreeFFNGradToVector : OpConversionPattern<LeafTreeFFNGradOp> {
   matchAndRewrite(LeafTreeFFNGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    int64_t inWidth = op.getInput().getType().getDimSize(1);
-    std::optional<int64_t> rowSize;
-    if (!ShapedType::isDynamic(inWidth))
-      rowSize = inWidth;
-    // The forward's strategy, whose dot products route the rows.
-    CPUTreeStrategy strategy =
-        selectCPULeafStrategy(op.getDepth(), rowSize, target, cacheBytes);
+    // The forward's strategy (LeafTreeFFNToVector's), whose dot products
+    // route the rows.
+    CPUTreeStrategy strategy = selectCPULeafStrategy(
+        op.getDepth(), staticExtent(op.getInput(), 1), target, cacheBytes);
     rewriter.replaceOp(
         op, VectorLeafTreeGradBuilder(b, op, adaptor, strategy).build());
     return success();

@@ -319,15 +319,12 @@ struct TreeFFNGradToVector : OpConversionPattern<TreeFFNGradOp> {
   matchAndRewrite(TreeFFNGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    int64_t inWidth = op.getInput().getType().getDimSize(1);
-    std::optional<int64_t> rowSize;
-    if (!ShapedType::isDynamic(inWidth))
-      rowSize = inWidth;
+    std::optional<int64_t> rowSize = staticExtent(op.getInput(), 1);
     CPUVectorShape shape = selectCPUVectorShape(rowSize, target);
-    int64_t outWidth = op.getGradOutput().getType().getDimSize(1);
+    std::optional<int64_t> outWidth = staticExtent(op.getGradOutput(), 1);
     std::optional<int64_t> nodeBytes;
-    if (rowSize && !ShapedType::isDynamic(outWidth))
-      nodeBytes = (*rowSize + outWidth) *
+    if (rowSize && outWidth)
+      nodeBytes = (*rowSize + *outWidth) *
                   (op.getInput().getType().getElementTypeBitWidth() / 8);
     CPUTreeStrategy walkStrategy = selectCPUTreeStrategy(
         op.getDepth() + 1, nodeBytes, rowSize, target, cacheBytes);

@@ -42,14 +42,6 @@ using namespace fff;
 
 namespace {
 
-/// A static extent of `value`'s shaped type, or nullopt if dynamic.
-std::optional<int64_t> staticExtent(Value value, int64_t dim) {
-  int64_t extent = cast<ShapedType>(value.getType()).getDimSize(dim);
-  if (ShapedType::isDynamic(extent))
-    return std::nullopt;
-  return extent;
-}
-
 /// The bytes of one element of `value`'s shaped type.
 int64_t elementBytes(Value value) {
   return cast<ShapedType>(value.getType()).getElementTypeBitWidth() / 8;

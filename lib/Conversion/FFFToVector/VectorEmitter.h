@@ -22,6 +22,15 @@
 
 namespace fff {
 
+/// A static extent of `value`'s shaped type, or nullopt if dynamic.
+inline std::optional<int64_t> staticExtent(mlir::Value value, int64_t dim) {
+  int64_t extent =
+      mlir::cast<mlir::ShapedType>(value.getType()).getDimSize(dim);
+  if (mlir::ShapedType::isDynamic(extent))
+    return std::nullopt;
+  return extent;
+}
+
 class VectorEmitter {
 public:
   VectorEmitter(mlir::ImplicitLocOpBuilder &b, const CPUVectorShape &shape)
