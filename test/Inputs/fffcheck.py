@@ -216,6 +216,34 @@ def leaf_tree_ffn_ref(x, nw, nb, w1, b1, w2, b2, depth, activation):
 
 # The same layers vectorised over rows, level by level, returning what each
 # row decided on its way as well.
+def activation_slope(activation, z, step=1e-5):
+    """act'(z) by central differences, not a closed form, so that the
+    gradient references do not share the kernels' derivative code."""
+    act = ACTIVATIONS[activation]
+    return (act(z + step) - act(z - step)) / (2 * step)
+
+
+def leaf_tree_ffn_grad_ref(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
+    """leaf_tree_ffn_grad's dx, dw1, db1, dw2, db2 in float64, a row at a
+    time, from the op's definition (a score >= 0 routes right)."""
+    act = ACTIVATIONS[activation]
+    dx, dw1, db1, dw2 = np.zeros_like(x), np.zeros_like(w1), np.zeros_like(b1), np.zeros_like(w2)
+    db2 = np.zeros((w2.shape[0], w2.shape[2]))
+    for row in range(x.shape[0]):
+        node = 0
+        for _ in range(depth):
+            node = 2 * node + 1 + (1 if x[row] @ node_w[node] + node_b[node] >= 0 else 0)
+        leaf = node - (2**depth - 1)
+        pre = x[row] @ w1[leaf] + b1[leaf]
+        dpre = (w2[leaf] @ dy[row]) * activation_slope(activation, pre)
+        dw2[leaf] += np.outer(act(pre), dy[row])
+        db2[leaf] += dy[row]
+        dw1[leaf] += np.outer(x[row], dpre)
+        db1[leaf] += dpre
+        dx[row] = w1[leaf] @ dpre
+    return dx, dw1, db1, dw2, db2
+
+
 def tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation):
     """tree_ffn (b_in, b_out may be None): y, the visited nodes
     [rows, trees, depth + 1] and the logits along the path, same shape."""

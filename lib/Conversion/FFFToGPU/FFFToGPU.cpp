@@ -361,8 +361,8 @@ std::string whyNoGPUKernel(Operation *op) {
     return "has no GPU kernel yet: it contains " + unsupportedOnGPU(unit);
   if (isa<TreeFFNOp, LeafTreeFFNOp>(op))
     return "has no GPU kernel for " + whyTreeOpHasNoGPUKernel(op);
-  if (auto gradient = dyn_cast<TreeFFNGradOp>(op))
-    return "has no GPU kernel for " + whyTreeGradHasNoGPUKernel(gradient);
+  if (isa<TreeFFNGradOp, LeafTreeFFNGradOp>(op))
+    return "has no GPU kernel for " + whyTreeGradHasNoGPUKernel(op);
   return "has no GPU lowering yet";
 }
 
@@ -450,8 +450,8 @@ struct ConvertFFFToGPUPass
         [twin = bool(cpuTwin)](Operation *op) {
           return twin || op->getParentOfType<FusionOp>() != nullptr;
         });
-    target.addDynamicallyLegalOp<TreeFFNGradOp>(
-        [twin = bool(cpuTwin)](TreeFFNGradOp op) {
+    target.addDynamicallyLegalOp<TreeFFNGradOp, LeafTreeFFNGradOp>(
+        [twin = bool(cpuTwin)](Operation *op) {
           return twin || !whyTreeGradHasNoGPUKernel(op).empty();
         });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

@@ -183,6 +183,14 @@ DictionaryAttr TreeStrategy::toAttr(MLIRContext *context) const {
   if (gradOutput)
     fields.push_back(
         b.getNamedAttr("grad_output", gradOutput->toAttr(context)));
+  if (gradRowsPerStep > 1)
+    fields.push_back(b.getNamedAttr("grad_rows_per_step",
+                                    b.getI64IntegerAttr(gradRowsPerStep)));
+  if (dxUnitsPerStep)
+    fields.append({b.getNamedAttr("dx_units_per_step",
+                                  b.getI64IntegerAttr(dxUnitsPerStep)),
+                   b.getNamedAttr("hidden_units_per_pass",
+                                  b.getI64IntegerAttr(hiddenUnitsPerPass))});
   return b.getDictionaryAttr(fields);
 }
 
@@ -393,6 +401,25 @@ constexpr int64_t kTreeGradMaxChunks = 256;
 constexpr int64_t kTreeGradMaxCountsPerTree = int64_t(1) << 22;
 /// The sums kernel: a thread per column, a block per node.
 constexpr int64_t kTreeGradSumThreads = 128;
+/// A leaf's gradient walk holds, beside the forward's routing and hidden
+/// layer, the dy walk's loads and sums and the dx loop's: at 128 registers
+/// ptxas spilled wherever the leaf was 48 units or wider, so the walk gets
+/// 168 (12 warps a multiprocessor, one block of 8 each), and keeps its
+/// units' values (pre, then dpre) in the token's records. Its hidden layer
+/// sums up to 32 units a pass over x, in a loop ptxas does not unroll. Up to
+/// 16 units, it takes four rows of w2 per walk over dy, with the forward's
+/// loads in flight (a dy vector and four row vectors each) and four f32
+/// vector sums; wider leaves take one row and one dy vector a step. dx
+/// loads 8 units of a w1 row at a time, in a loop.
+constexpr int64_t kLeafGradRegisters = 168;
+constexpr int64_t kRegistersPerMultiprocessor = 65536;
+constexpr int64_t kLeafGradHiddenUnitsPerPass = 32;
+constexpr int64_t kLeafGradRowsPerStep = 4;
+constexpr int64_t kLeafGradWideRowsPerStep = 1;
+constexpr int64_t kLeafGradNarrowUnits = 16;
+constexpr int64_t kLeafGradDxUnitsPerStep = 8;
+/// A leaf's sums keep up to 16 units' columns (and db2's) in registers.
+constexpr int64_t kLeafGradMaxUnitsPerPass = 16;
 } // namespace
 
 DictionaryAttr TreeGradStrategy::phaseAttr(MLIRContext *context,
@@ -403,6 +430,9 @@ DictionaryAttr TreeGradStrategy::phaseAttr(MLIRContext *context,
   if (phase == "count" || phase == "scatter" || phase == "scan")
     fields.push_back(
         b.getNamedAttr("sort_chunks", b.getI64IntegerAttr(sortChunks)));
+  if (phase == "sums" && unitsPerPass)
+    fields.push_back(
+        b.getNamedAttr("units_per_pass", b.getI64IntegerAttr(unitsPerPass)));
   int64_t threads =
       phase == "sums" || phase == "output_bias" ? sumThreads : sortThreads;
   fields.push_back(b.getNamedAttr("threads", b.getI64IntegerAttr(threads)));
@@ -411,22 +441,46 @@ DictionaryAttr TreeGradStrategy::phaseAttr(MLIRContext *context,
 
 FailureOr<TreeGradStrategy> fff::selectTreeGradStrategy(const TreeShape &shape,
                                                         std::string &whyNot) {
-  // The walk is the forward's throughput kernel over x, with dx as its
-  // output rows; its input walk, and so its logits, are the forward's.
+  // The walk is the forward's throughput kernel over x, with (tree_ffn)
+  // dx as its output rows; its input walk, and so its logits and leaves,
+  // are the forward's.
   TreeShape walkShape = shape;
-  walkShape.outWidth = shape.inWidth;
+  if (!shape.isLeafMLP())
+    walkShape.outWidth = shape.inWidth;
   FailureOr<TreeStrategy> walk = selectTreeStrategy(
       walkShape, TreeStrategy::Variant::Throughput, /*staging=*/false, whyNot);
   if (failed(walk))
     return failure();
-  walk->gradOutput =
-      laneWalk(shape.outWidth, shape.elementType, kTreeInputLoadsPerStep / 2);
-  int64_t nodes = (int64_t(1) << shape.levels) - 1;
+  bool wideLeaf = shape.hiddenWidth > kLeafGradNarrowUnits;
+  walk->gradRowsPerStep =
+      !shape.isLeafMLP() ? 1
+      : wideLeaf         ? kLeafGradWideRowsPerStep
+                         : std::min(kLeafGradRowsPerStep, shape.hiddenWidth);
+  walk->gradOutput = laneWalk(
+      shape.outWidth, shape.elementType,
+      wideLeaf ? 1 : kTreeInputLoadsPerStep / (1 + walk->gradRowsPerStep));
+  if (shape.isLeafMLP()) {
+    walk->maxRegisters = kLeafGradRegisters;
+    walk->residentBlocks =
+        kMultiprocessors * std::max<int64_t>(1, kRegistersPerMultiprocessor /
+                                                    (kLeafGradRegisters *
+                                                     walk->threadsPerBlock()));
+    walk->dxUnitsPerStep = std::min(kLeafGradDxUnitsPerStep, shape.hiddenWidth);
+    walk->hiddenUnitsPerPass =
+        std::min(kLeafGradHiddenUnitsPerPass, shape.hiddenWidth);
+  }
+  // Sort buckets: tree_ffn's nodes, or the leaves.
+  int64_t nodes = shape.isLeafMLP() ? int64_t(1) << shape.levels
+                                    : (int64_t(1) << shape.levels) - 1;
   int64_t chunks = kTreeGradMaxChunks;
   while (chunks > 1 && chunks * nodes > kTreeGradMaxCountsPerTree)
     chunks /= 2;
-  return TreeGradStrategy{*walk, chunks, kTreeGradSortThreads,
-                          kTreeGradSumThreads};
+  TreeGradStrategy strategy{*walk, chunks, kTreeGradSortThreads,
+                            kTreeGradSumThreads};
+  if (shape.isLeafMLP())
+    strategy.unitsPerPass =
+        std::min(kLeafGradMaxUnitsPerPass, shape.hiddenWidth);
+  return strategy;
 }
 
 DictionaryAttr ContractionStrategy::toAttr(MLIRContext *context) const {

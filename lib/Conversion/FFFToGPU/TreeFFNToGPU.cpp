@@ -56,7 +56,10 @@ FailureOr<TreeShape> boundedShape(TreeShape shape, std::string &whyNot) {
 FailureOr<TreeShape> fff::treeShapeOf(Operation *op, std::string &whyNot) {
   TreeShape shape;
   auto gradient = dyn_cast<TreeFFNGradOp>(op);
-  Value input = gradient ? gradient.getInput() : op->getOperand(0);
+  auto leafGradient = dyn_cast<LeafTreeFFNGradOp>(op);
+  Value input = gradient       ? gradient.getInput()
+                : leafGradient ? leafGradient.getInput()
+                               : op->getOperand(0);
   shape.inWidth = staticDim(input, 1);
   shape.elementType = getElementTypeOrSelf(input.getType());
   if (isa<TreeFFNOp, TreeFFNGradOp>(op)) {
@@ -73,15 +76,17 @@ FailureOr<TreeShape> fff::treeShapeOf(Operation *op, std::string &whyNot) {
     shape.hiddenWidth = 0;
     return boundedShape(shape, whyNot);
   }
-  auto leaf = cast<LeafTreeFFNOp>(op);
-  std::optional<int64_t> width = staticDim(leaf.getW1(), 2);
+  auto leaf = dyn_cast<LeafTreeFFNOp>(op);
+  Value w1 = leaf ? leaf.getW1() : leafGradient.getW1();
+  Value w2 = leaf ? leaf.getW2() : leafGradient.getW2();
+  std::optional<int64_t> width = staticDim(w1, 2);
   if (!width) {
     whyNot = "a dynamic leaf width";
     return failure();
   }
-  shape.outWidth = staticDim(leaf.getW2(), 2);
+  shape.outWidth = staticDim(w2, 2);
   shape.trees = 1;
-  shape.levels = leaf.getDepth();
+  shape.levels = cast<IntegerAttr>(op->getAttr("depth")).getInt();
   shape.hiddenWidth = *width;
   return boundedShape(shape, whyNot);
 }

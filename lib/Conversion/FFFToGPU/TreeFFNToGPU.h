@@ -35,9 +35,9 @@ void populateTreeOpsToGPUPatterns(mlir::RewritePatternSet &patterns,
 /// The size of `tensor`'s dim `dim`, or nullopt when dynamic.
 std::optional<int64_t> staticDim(mlir::Value tensor, int64_t dim);
 
-/// The static shape of the tree op `op` (tree_ffn, tree_ffn_grad or
-/// leaf_tree_ffn) that the strategies depend on, or failure with the reason
-/// in `whyNot`.
+/// The static shape of the tree op `op` (tree_ffn, leaf_tree_ffn or their
+/// _grad ops) that the strategies depend on, or failure with the reason in
+/// `whyNot`.
 llvm::FailureOr<TreeShape> treeShapeOf(mlir::Operation *op,
                                        std::string &whyNot);
 

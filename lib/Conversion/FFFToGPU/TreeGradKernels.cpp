@@ -1,4 +1,4 @@
-//===- TreeGradKernels.cpp - fff.tree_ffn_grad's sort and sum kernels ----===//
+//===- TreeGradKernels.cpp - the tree gradients' sorts and sums -----------===//
 
 #include "TreeGradKernels.h"
 
@@ -179,6 +179,108 @@ public:
         });
   }
 
+  /// Block leaf * C + c, where C blocks of `sumThreads` cover the wider of
+  /// Din and Dout: a thread per column d of the leaf's dw1 rows (w1[leaf, d]
+  /// has a value per unit), and of its dw2 rows and db2, summed over the
+  /// leaf's rows in row order, `unitsPerPass` units a pass; the first
+  /// block's threads sum db1, a unit each.
+  void leafSums(Value threadId, Value blockId) {
+    int64_t width = p.hiddenWidth;
+    Value threads = index(s.sumThreads);
+    Value columnBlocks = arith::MaxUIOp::create(
+        b,
+        arith::CeilDivUIOp::create(
+            b, arith::MaxUIOp::create(b, p.inWidth, p.outWidth), threads),
+        index(1));
+    Value leaf = arith::DivUIOp::create(b, blockId, columnBlocks);
+    Value columnBlock = arith::RemUIOp::create(b, blockId, columnBlocks);
+    Value col = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, columnBlock, threads), threadId);
+    auto start = [&](Value at) {
+      return arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, p.bucketStarts, ValueRange{at}));
+    };
+    Value begin = start(leaf);
+    Value end = start(arith::AddIOp::create(b, leaf, index(1)));
+    auto rowAt = [&](Value m) -> Value {
+      return arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, p.members, ValueRange{index(0), m}));
+    };
+    // Sums over the leaf's rows of coefficients[row, unit] * source[row, col]
+    // for `count` units from `first`, and with `withPlain` also of
+    // source[row, col] alone (last).
+    auto unitSums = [&](Value source, Value coefficients, int64_t first,
+                        int64_t count, bool withPlain) {
+      SmallVector<Value> inits(count + withPlain, f32(0.0));
+      return loop(begin, end, index(1), inits, [&](Value m, ValueRange acc) {
+        Value row = rowAt(m);
+        Value value =
+            widen(memref::LoadOp::create(b, source, ValueRange{row, col}));
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < count; ++i) {
+          Value coefficient = memref::LoadOp::create(
+              b, coefficients, ValueRange{row, index(first + i)});
+          next.push_back(math::FmaOp::create(b, coefficient, value, acc[i]));
+        }
+        if (withPlain)
+          next.push_back(arith::AddFOp::create(b, acc.back(), value));
+        return next;
+      });
+    };
+    auto below = [&](Value v, Value bound) {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, v, bound);
+    };
+    ifThen(below(col, p.inWidth), [&] {
+      Value dw1Row = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, leaf, p.inWidth), col);
+      for (int64_t first = 0; first < width; first += s.unitsPerPass) {
+        int64_t count = std::min(s.unitsPerPass, width - first);
+        SmallVector<Value> sums =
+            unitSums(p.input, p.visitGrads, first, count, false);
+        for (int64_t i = 0; i < count; ++i)
+          memref::StoreOp::create(b, narrow(sums[i]), p.gradInWeights,
+                                  ValueRange{dw1Row, index(first + i)});
+      }
+    });
+    ifThen(below(col, p.outWidth), [&] {
+      Value firstDw2Row = arith::MulIOp::create(b, leaf, index(width));
+      for (int64_t first = 0; first < width; first += s.unitsPerPass) {
+        int64_t count = std::min(s.unitsPerPass, width - first);
+        bool withBias = first == 0;
+        SmallVector<Value> sums =
+            unitSums(p.gradOutput, p.visitActivations, first, count, withBias);
+        for (int64_t i = 0; i < count; ++i)
+          memref::StoreOp::create(
+              b, narrow(sums[i]), p.gradOutWeights,
+              ValueRange{
+                  arith::AddIOp::create(b, firstDw2Row, index(first + i)),
+                  col});
+        if (withBias)
+          memref::StoreOp::create(b, narrow(sums.back()), p.gradOutBias,
+                                  ValueRange{leaf, col});
+      }
+    });
+    Value firstBlock = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                             columnBlock, index(0));
+    ifThen(firstBlock, [&] {
+      loop(threadId, index(width), threads, {}, [&](Value unit, ValueRange) {
+        Value sum = loop(
+            begin, end, index(1), {f32(0.0)}, [&](Value m, ValueRange acc) {
+              Value dpre = memref::LoadOp::create(b, p.visitGrads,
+                                                  ValueRange{rowAt(m), unit});
+              return SmallVector<Value>{arith::AddFOp::create(b, acc[0], dpre)};
+            })[0];
+        memref::StoreOp::create(
+            b, narrow(sum), p.gradInBias,
+            ValueRange{arith::AddIOp::create(
+                b, arith::MulIOp::create(b, leaf, index(width)), unit)});
+        return SmallVector<Value>{};
+      });
+    });
+  }
+
   /// A thread per column of db_out: dy summed over the rows in order.
   void outputBias(Value threadId, Value blockId) {
     Value col = arith::AddIOp::create(
@@ -317,6 +419,13 @@ void fff::emitTreeGradSums(ImplicitLocOpBuilder &b,
                            const TreeGradProblem &problem, Value threadId,
                            Value blockId) {
   TreeGradKernelEmitter(b, strategy, problem).sums(threadId, blockId);
+}
+
+void fff::emitLeafTreeGradSums(ImplicitLocOpBuilder &b,
+                               const TreeGradStrategy &strategy,
+                               const TreeGradProblem &problem, Value threadId,
+                               Value blockId) {
+  TreeGradKernelEmitter(b, strategy, problem).leafSums(threadId, blockId);
 }
 
 void fff::emitTreeGradOutputBias(ImplicitLocOpBuilder &b,

@@ -1,10 +1,10 @@
-//===- TreeGradKernels.h - fff.tree_ffn_grad's sort and sum kernels -*- C++
-//-*-===//
+//===- TreeGradKernels.h - the tree gradients' sorts and sums ---*- C++ -*-===//
 //
-// The kernels of fff.tree_ffn_grad after its walk (TreeGradStrategy in
-// KernelStrategy.h): a stable counting sort of every tree's visits by node,
-// then each node's weight gradients summed over its visits in row order,
-// and db_out. The walk itself is the tree kernel's gradient walk
+// The kernels of fff.tree_ffn_grad and fff.leaf_tree_ffn_grad after their
+// walk (TreeGradStrategy in KernelStrategy.h): a stable counting sort of
+// every tree's visits by node (or of the rows by leaf), then each node's (or
+// leaf's) weight gradients summed over its visits in row order, and
+// tree_ffn's db_out. The walk itself is the tree kernel's gradient walk
 // (TreeKernel.h). All are GPU code only: no twins.
 //
 //===----------------------------------------------------------------------===//
@@ -19,8 +19,16 @@ namespace fff {
 
 /// The buffers of one tree_ffn_grad after its walk. A visit of row r to
 /// tree k at level l is stored at [r, k * levels + l] of the visit buffers.
+///
+/// A leaf_tree_ffn_grad is sorted as one tree whose nodes are the leaves,
+/// visited once a row (levels = 1: `members` holds rows). Its visit buffers
+/// are then [B, W] (dpre and act(pre) of each unit), and its gradients dw1
+/// as [leaves * Din, W], dw2 [leaves * W, Dout], db1 [leaves * W] and db2
+/// [leaves, Dout].
 struct TreeGradProblem {
   int64_t trees, nodesPerTree, levels;
+  /// leaf_tree_ffn_grad's leaf width W; 0 for tree_ffn_grad.
+  int64_t hiddenWidth = 0;
   mlir::Type elementType;
   mlir::Value input, gradOutput; // x [B, Din], dy [B, Dout]
   mlir::Value visitNodes, visitGrads, visitActivations; // [B, K * levels]
@@ -61,6 +69,12 @@ void emitTreeGradSums(mlir::ImplicitLocOpBuilder &b,
                       const TreeGradStrategy &strategy,
                       const TreeGradProblem &problem, mlir::Value threadId,
                       mlir::Value blockId);
+/// leaf_tree_ffn_grad's sums (see TreeGradStrategy), in place of
+/// emitTreeGradSums and emitTreeGradOutputBias.
+void emitLeafTreeGradSums(mlir::ImplicitLocOpBuilder &b,
+                          const TreeGradStrategy &strategy,
+                          const TreeGradProblem &problem, mlir::Value threadId,
+                          mlir::Value blockId);
 void emitTreeGradOutputBias(mlir::ImplicitLocOpBuilder &b,
                             const TreeGradStrategy &strategy,
                             const TreeGradProblem &problem,

@@ -1,10 +1,11 @@
-//===- TreeGradToGPU.cpp - fff.tree_ffn_grad to GPU kernels --------------===//
+//===- TreeGradToGPU.cpp - the tree gradient ops to GPU kernels ----------===//
 //
-// The host side of fff.tree_ffn_grad's six launches (TreeGradStrategy in
-// KernelStrategy.h): the gradient walk, which is the tree kernel's
-// (TreeKernel.h), then the counting sort, the weight sums and db_out
-// (TreeGradKernels.h). The visits, counts and sorted visits are scratch
-// buffers of the host function, freed by the pipeline's deallocation.
+// The host side of fff.tree_ffn_grad's six launches and of
+// fff.leaf_tree_ffn_grad's five (TreeGradStrategy in KernelStrategy.h): the
+// gradient walk, which is the tree kernel's (TreeKernel.h), then the
+// counting sort, the weight sums and tree_ffn's db_out (TreeGradKernels.h).
+// The visits, counts and sorted visits are scratch buffers of the host
+// function, freed by the pipeline's deallocation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +52,116 @@ Value collapse(ImplicitLocOpBuilder &b, Value buffer,
   return memref::CollapseShapeOp::create(b, buffer, groups);
 }
 
+/// The strategy for a tree gradient op of shape `shape`, or failure with
+/// the reason (the shape's, or the strategy's) in `whyNot`.
+FailureOr<TreeGradStrategy> strategyFor(FailureOr<TreeShape> shape,
+                                        std::string &whyNot) {
+  if (failed(shape))
+    return failure();
+  return selectTreeGradStrategy(*shape, whyNot);
+}
+
+/// Builds (or finds) the kernel `name` of `phase` and launches it on
+/// `blocks` blocks of `threads`; every kernel after the walk takes the
+/// whole problem.
+void launch(ConversionPatternRewriter &rewriter, ImplicitLocOpBuilder &b,
+            Operation *op, const std::string &name, const TreeGradStrategy &s,
+            const TreeGradProblem &host, StringRef phase, Value blocks,
+            int64_t threads, ArrayRef<Type> workgroupBuffers,
+            function_ref<void(ImplicitLocOpBuilder &, const TreeGradProblem &,
+                              Value, Value, ArrayRef<BlockArgument>)>
+                emitBody) {
+  TreeGradProblem k = host;
+  KernelParameters parameters(
+      {&k.input, &k.gradOutput, &k.visitNodes, &k.visitGrads,
+       &k.visitActivations, &k.counts, &k.bucketStarts, &k.members,
+       &k.gradInWeights, &k.gradOutWeights, &k.gradInBias, &k.gradOutBias,
+       &k.rows, &k.rowsPerChunk, &k.inWidth, &k.outWidth});
+  KernelSpec spec;
+  spec.name = name;
+  spec.threadsPerBlock = threads;
+  spec.maxRegisters = NormStrategy::kMaxRegistersPerThread;
+  spec.strategy = s.phaseAttr(rewriter.getContext(), phase);
+  spec.workgroupBuffers.assign(workgroupBuffers.begin(),
+                               workgroupBuffers.end());
+  gpu::GPUFuncOp kernel = kernelFor(
+      rewriter, op, spec, parameters,
+      [&](ImplicitLocOpBuilder &kb, gpu::GPUFuncOp kernel, Value thread,
+          Value block) {
+        emitBody(kb, k, thread, block, kernel.getWorkgroupAttributions());
+      });
+  launchKernel(b, kernel, blocks, threads, parameters.operands());
+}
+
+/// The scratch buffers of the counting sort of `p.rows` rows' visits
+/// (p.levels a row to each of p.trees trees of p.nodesPerTree buckets), and
+/// its three launches; `name(phase)` names the kernels.
+void sortVisits(ConversionPatternRewriter &rewriter, ImplicitLocOpBuilder &b,
+                Operation *op, function_ref<std::string(StringRef)> name,
+                const TreeGradStrategy &s, TreeGradProblem &p) {
+  p.counts = memref::AllocOp::create(
+      b, MemRefType::get({p.trees * p.nodesPerTree * s.sortChunks},
+                         b.getI32Type()));
+  p.bucketStarts = memref::AllocOp::create(
+      b, MemRefType::get({p.trees * (p.nodesPerTree + 1)}, b.getI32Type()));
+  p.members = memref::AllocOp::create(
+      b, MemRefType::get({p.trees, ShapedType::kDynamic}, b.getI32Type()),
+      ValueRange{arith::MulIOp::create(
+          b, p.rows, arith::ConstantIndexOp::create(b, p.levels))});
+  p.rowsPerChunk = arith::CeilDivUIOp::create(
+      b, p.rows, arith::ConstantIndexOp::create(b, s.sortChunks));
+  Value sortBlocks = arith::ConstantIndexOp::create(
+      b, llvm::divideCeilSigned(p.trees * s.sortChunks, s.sortThreads));
+  launch(rewriter, b, op, name("count"), s, p, "count", sortBlocks,
+         s.sortThreads, {},
+         [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp, Value thread,
+             Value block, ArrayRef<BlockArgument>) {
+           emitTreeGradCount(kb, s, kp, thread, block);
+         });
+  launch(rewriter, b, op, name("scan"), s, p, "scan",
+         arith::ConstantIndexOp::create(b, p.trees), s.sortThreads,
+         {workgroupBufferType({s.sortThreads}, b.getI32Type())},
+         [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp, Value thread,
+             Value block, ArrayRef<BlockArgument> shared) {
+           emitTreeGradScan(kb, s, kp, thread, block, shared[0]);
+         });
+  launch(rewriter, b, op, name("scatter"), s, p, "scatter", sortBlocks,
+         s.sortThreads, {},
+         [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp, Value thread,
+             Value block, ArrayRef<BlockArgument>) {
+           emitTreeGradScatter(kb, s, kp, thread, block);
+         });
+}
+
+/// Launches the gradient walk `walk` (TreeProblem::GradientWalk): the
+/// forward's throughput kernel with the gradient's buffers as further
+/// parameters.
+void launchGradientWalk(ConversionPatternRewriter &rewriter, Operation *op,
+                        const std::string &name, const TreeGradStrategy &s,
+                        const TreeProblem &walk) {
+  TreeProblem::GradientWalk inKernel = walk.gradient;
+  TreeKernelExtension extension;
+  extension.name = name;
+  extension.parameters = {&inKernel.gradOutput, &inKernel.gradWeights,
+                          &inKernel.gradWidth,  &inKernel.visitNodes,
+                          &inKernel.visitGrads, &inKernel.visitActivations};
+  extension.complete = [&](TreeProblem &kernelProblem, ArrayRef<Value>) {
+    kernelProblem.gradient = inKernel;
+  };
+  buildTreeKernel(rewriter, op, s.walk, walk, /*cpuTwin=*/false, &extension);
+}
+
+/// The results as tensors, in place of `op`.
+void replaceWithBuffers(ConversionPatternRewriter &rewriter,
+                        ImplicitLocOpBuilder &b, Operation *op,
+                        ArrayRef<Value> buffers) {
+  SmallVector<Value> tensors;
+  for (auto [buffer, result] : llvm::zip(buffers, op->getResults()))
+    tensors.push_back(bufferization::ToTensorOp::create(
+        b, result.getType(), buffer, /*restrict=*/true, /*writable=*/true));
+  rewriter.replaceOp(op, tensors);
+}
+
 struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -59,9 +170,7 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     std::string whyNot;
     FailureOr<TreeShape> shape = treeShapeOf(op, whyNot);
-    FailureOr<TreeGradStrategy> strategy =
-        succeeded(shape) ? selectTreeGradStrategy(*shape, whyNot)
-                         : FailureOr<TreeGradStrategy>(failure());
+    FailureOr<TreeGradStrategy> strategy = strategyFor(shape, whyNot);
     if (failed(strategy))
       return rewriter.notifyMatchFailure(op, whyNot);
     const TreeGradStrategy &s = *strategy;
@@ -116,47 +225,20 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
     p.visitNodes = visits(b.getI32Type());
     p.visitGrads = visits(b.getF32Type());
     p.visitActivations = visits(b.getF32Type());
-    p.counts = memref::AllocOp::create(
-        b, MemRefType::get({trees * nodes * s.sortChunks}, b.getI32Type()));
-    p.bucketStarts = memref::AllocOp::create(
-        b, MemRefType::get({trees * (nodes + 1)}, b.getI32Type()));
-    p.members = memref::AllocOp::create(
-        b, MemRefType::get({trees, ShapedType::kDynamic}, b.getI32Type()),
-        ValueRange{arith::MulIOp::create(
-            b, p.rows, arith::ConstantIndexOp::create(b, levels))});
-    p.rowsPerChunk = arith::CeilDivUIOp::create(
-        b, p.rows, arith::ConstantIndexOp::create(b, s.sortChunks));
-
     launchWalk(rewriter, op, s, p, adaptor, wIn, wOut, dx);
+    auto name = [&](StringRef phase) { return kernelName(op, phase); };
+    sortVisits(rewriter, b, op, name, s, p);
     auto constant = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, v);
     };
-    Value sortBlocks =
-        constant(llvm::divideCeilSigned(trees * s.sortChunks, s.sortThreads));
-    launch(rewriter, b, op, s, p, "count", sortBlocks, s.sortThreads, {},
-           [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
-               Value thread, Value block, ArrayRef<BlockArgument>) {
-             emitTreeGradCount(kb, s, kp, thread, block);
-           });
-    launch(rewriter, b, op, s, p, "scan", constant(trees), s.sortThreads,
-           {workgroupBufferType({s.sortThreads}, b.getI32Type())},
-           [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
-               Value thread, Value block, ArrayRef<BlockArgument> shared) {
-             emitTreeGradScan(kb, s, kp, thread, block, shared[0]);
-           });
-    launch(rewriter, b, op, s, p, "scatter", sortBlocks, s.sortThreads, {},
-           [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
-               Value thread, Value block, ArrayRef<BlockArgument>) {
-             emitTreeGradScatter(kb, s, kp, thread, block);
-           });
-    launch(rewriter, b, op, s, p, "sums", constant(trees * nodes), s.sumThreads,
-           {},
+    launch(rewriter, b, op, name("sums"), s, p, "sums", constant(trees * nodes),
+           s.sumThreads, {},
            [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
                Value thread, Value block, ArrayRef<BlockArgument>) {
              emitTreeGradSums(kb, s, kp, thread, block);
            });
     if (p.gradOutBias)
-      launch(rewriter, b, op, s, p, "output_bias",
+      launch(rewriter, b, op, name("output_bias"), s, p, "output_bias",
              arith::CeilDivUIOp::create(b, p.outWidth, constant(s.sumThreads)),
              s.sumThreads, {},
              [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
@@ -164,11 +246,7 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
                emitTreeGradOutputBias(kb, s, kp, thread, block);
              });
 
-    SmallVector<Value> tensors;
-    for (auto [buffer, result] : llvm::zip(results, op->getResults()))
-      tensors.push_back(bufferization::ToTensorOp::create(
-          b, result.getType(), buffer, /*restrict=*/true, /*writable=*/true));
-    rewriter.replaceOp(op, tensors);
+    replaceWithBuffers(rewriter, b, op, results);
     return success();
   }
 
@@ -199,63 +277,118 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
                      p.outWidth,        staticDim(op.getWOut(), 2),
                      p.visitNodes,      p.visitGrads,
                      p.visitActivations};
-
-    TreeProblem::GradientWalk inKernel = walk.gradient;
-    TreeKernelExtension extension;
-    extension.name = kernelName(op, "walk");
-    extension.parameters = {&inKernel.gradOutput, &inKernel.gradWeights,
-                            &inKernel.gradWidth,  &inKernel.visitNodes,
-                            &inKernel.visitGrads, &inKernel.visitActivations};
-    extension.complete = [&](TreeProblem &kernelProblem, ArrayRef<Value>) {
-      kernelProblem.gradient = inKernel;
-    };
-    buildTreeKernel(rewriter, op, s.walk, walk, /*cpuTwin=*/false, &extension);
+    launchGradientWalk(rewriter, op, kernelName(op, "walk"), s, walk);
   }
+};
 
-  /// Builds (or finds) the kernel of `phase` and launches it on `blocks`
-  /// blocks of `threads`; every kernel after the walk takes the whole
-  /// problem.
-  static void
-  launch(ConversionPatternRewriter &rewriter, ImplicitLocOpBuilder &b,
-         TreeFFNGradOp op, const TreeGradStrategy &s,
-         const TreeGradProblem &host, StringRef phase, Value blocks,
-         int64_t threads, ArrayRef<Type> workgroupBuffers,
-         function_ref<void(ImplicitLocOpBuilder &, const TreeGradProblem &,
-                           Value, Value, ArrayRef<BlockArgument>)>
-             emitBody) {
-    TreeGradProblem k = host;
-    KernelParameters parameters(
-        {&k.input, &k.gradOutput, &k.visitNodes, &k.visitGrads,
-         &k.visitActivations, &k.counts, &k.bucketStarts, &k.members,
-         &k.gradInWeights, &k.gradOutWeights, &k.gradInBias, &k.gradOutBias,
-         &k.rows, &k.rowsPerChunk, &k.inWidth, &k.outWidth});
-    KernelSpec spec;
-    spec.name = kernelName(op, phase);
-    spec.threadsPerBlock = threads;
-    spec.maxRegisters = NormStrategy::kMaxRegistersPerThread;
-    spec.strategy = s.phaseAttr(rewriter.getContext(), phase);
-    spec.workgroupBuffers.assign(workgroupBuffers.begin(),
-                                 workgroupBuffers.end());
-    gpu::GPUFuncOp kernel = kernelFor(
-        rewriter, op, spec, parameters,
-        [&](ImplicitLocOpBuilder &kb, gpu::GPUFuncOp kernel, Value thread,
-            Value block) {
-          emitBody(kb, k, thread, block, kernel.getWorkgroupAttributions());
-        });
-    launchKernel(b, kernel, blocks, threads, parameters.operands());
+/// fff.leaf_tree_ffn_grad: the walk, the sort of the rows by leaf, and the
+/// leaves' sums.
+struct LeafTreeFFNGradToGPU : OpConversionPattern<LeafTreeFFNGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LeafTreeFFNGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::string whyNot;
+    FailureOr<TreeShape> shape = treeShapeOf(op, whyNot);
+    FailureOr<TreeGradStrategy> strategy = strategyFor(shape, whyNot);
+    if (failed(strategy))
+      return rewriter.notifyMatchFailure(op, whyNot);
+    const TreeGradStrategy &s = *strategy;
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    const SmallVector<ReassociationIndices> matrix{{0}, {1}};
+    const SmallVector<ReassociationIndices> weightRows{{0, 1}, {2}};
+    int64_t width = shape->hiddenWidth;
+    auto name = [&](StringRef phase) {
+      return treeOpKernelName(op, shape->elementType, shape->inWidth,
+                              shape->outWidth, /*trees=*/1, phase);
+    };
+
+    TreeGradProblem p;
+    p.trees = 1;
+    p.nodesPerTree = op.getNumLeaves();
+    p.levels = 1;
+    p.hiddenWidth = width;
+    p.elementType = shape->elementType;
+    p.input = collapsedBuffer(b, adaptor.getInput(), matrix);
+    p.gradOutput = collapsedBuffer(b, adaptor.getGradOutput(), matrix);
+    p.rows = memref::DimOp::create(b, p.input, 0);
+    p.inWidth = memref::DimOp::create(b, p.input, 1);
+    p.outWidth = memref::DimOp::create(b, p.gradOutput, 1);
+
+    Value dx = allocLike(b, op.getGradInput().getType(), adaptor.getInput());
+    Value dw1 = allocLike(b, op.getGradW1().getType(), adaptor.getW1());
+    Value db1 = allocLike(b, op.getGradB1().getType(), adaptor.getB1());
+    Value dw2 = allocLike(b, op.getGradW2().getType(), adaptor.getW2());
+    // db2 is [L, Dout], L static.
+    auto db2Type = cast<RankedTensorType>(op.getGradB2().getType());
+    Value db2 = memref::AllocOp::create(
+        b, MemRefType::get(db2Type.getShape(), db2Type.getElementType()),
+        db2Type.isDynamicDim(1) ? ValueRange{p.outWidth} : ValueRange{});
+    p.gradInWeights = collapse(b, dw1, weightRows);
+    p.gradInBias = collapse(b, db1, {{0, 1}});
+    p.gradOutWeights = collapse(b, dw2, weightRows);
+    p.gradOutBias = db2;
+
+    auto perRow = [&](int64_t columns, Type type) -> Value {
+      return memref::AllocOp::create(
+          b, MemRefType::get({ShapedType::kDynamic, columns}, type),
+          ValueRange{p.rows});
+    };
+    p.visitNodes = perRow(1, b.getI32Type());
+    p.visitGrads = perRow(width, b.getF32Type());
+    p.visitActivations = perRow(width, b.getF32Type());
+
+    TreeProblem walk;
+    walk.activation = op.getActivation();
+    walk.trees = 1;
+    walk.nodesPerTree = op.getNumRoutingNodes();
+    walk.levels = op.getDepth();
+    walk.hiddenWidth = width;
+    walk.elementType = p.elementType;
+    walk.input = p.input;
+    walk.routeWeights = collapsedBuffer(b, adaptor.getNodeW(), matrix);
+    walk.routeBias = collapsedBuffer(b, adaptor.getNodeB(), {{0}});
+    walk.hiddenWeights = collapsedBuffer(b, adaptor.getW1(), weightRows);
+    walk.hiddenBias = collapsedBuffer(b, adaptor.getB1(), matrix);
+    walk.output = dx;
+    walk.rows = p.rows;
+    walk.inWidth = walk.outWidth = p.inWidth;
+    walk.staticInWidth = walk.staticOutWidth = shape->inWidth;
+    walk.gradient = {
+        p.gradOutput,      collapsedBuffer(b, adaptor.getW2(), weightRows),
+        p.outWidth,        shape->outWidth,
+        p.visitNodes,      p.visitGrads,
+        p.visitActivations};
+    launchGradientWalk(rewriter, op, name("walk"), s, walk);
+
+    sortVisits(rewriter, b, op, name, s, p);
+    Value columnBlocks = arith::CeilDivUIOp::create(
+        b, arith::MaxUIOp::create(b, p.inWidth, p.outWidth),
+        arith::ConstantIndexOp::create(b, s.sumThreads));
+    Value blocks = arith::MulIOp::create(
+        b, arith::ConstantIndexOp::create(b, p.nodesPerTree),
+        arith::MaxUIOp::create(b, columnBlocks,
+                               arith::ConstantIndexOp::create(b, 1)));
+    launch(rewriter, b, op, name("sums"), s, p, "sums", blocks, s.sumThreads,
+           {},
+           [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
+               Value thread, Value block, ArrayRef<BlockArgument>) {
+             emitLeafTreeGradSums(kb, s, kp, thread, block);
+           });
+    replaceWithBuffers(rewriter, b, op, {dx, dw1, db1, dw2, db2});
+    return success();
   }
 };
 
 } // namespace
 
-std::string fff::whyTreeGradHasNoGPUKernel(TreeFFNGradOp op) {
+std::string fff::whyTreeGradHasNoGPUKernel(Operation *op) {
   std::string whyNot;
-  FailureOr<TreeShape> shape = treeShapeOf(op, whyNot);
-  if (succeeded(shape))
-    (void)selectTreeGradStrategy(*shape, whyNot);
+  (void)strategyFor(treeShapeOf(op, whyNot), whyNot);
   return whyNot;
 }
 
 void fff::populateTreeGradToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<TreeFFNGradToGPU>(patterns.getContext());
+  patterns.add<TreeFFNGradToGPU, LeafTreeFFNGradToGPU>(patterns.getContext());
 }

@@ -1,4 +1,4 @@
-//===- TreeGradToGPU.h - fff.tree_ffn_grad to GPU kernels -------*- C++ -*-===//
+//===- TreeGradToGPU.h - the tree gradient ops to GPU kernels ---*- C++ -*-===//
 
 #ifndef FFF_LIB_CONVERSION_FFFTOGPU_TREEGRADTOGPU_H
 #define FFF_LIB_CONVERSION_FFFTOGPU_TREEGRADTOGPU_H
@@ -10,11 +10,13 @@
 
 namespace fff {
 
-/// The pattern lowering fff.tree_ffn_grad to its kernels' launches.
+/// The patterns lowering fff.tree_ffn_grad and fff.leaf_tree_ffn_grad to
+/// their kernels' launches.
 void populateTreeGradToGPUPatterns(mlir::RewritePatternSet &patterns);
 
-/// Why `op` has no GPU kernels, or "" when it has them.
-std::string whyTreeGradHasNoGPUKernel(TreeFFNGradOp op);
+/// Why the tree gradient op `op` has no GPU kernels, or "" when it has
+/// them.
+std::string whyTreeGradHasNoGPUKernel(mlir::Operation *op);
 
 } // namespace fff
 

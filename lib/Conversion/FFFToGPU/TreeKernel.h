@@ -70,19 +70,27 @@ struct TreeProblem {
   bool inputInSlots = false, outputInSlots = false;
   TreeTokenHooks hooks;
 
-  /// fff.tree_ffn_grad's walk (TreeGradToGPU.cpp), with the strategy's
-  /// `gradOutput` walk: outWeights are w_in's rows and output is dx. Each
+  /// The gradient walks (TreeGradToGPU.cpp), with the strategy's
+  /// `gradOutput` walk over dy. Null otherwise.
+  ///
+  /// fff.tree_ffn_grad: outWeights are w_in's rows and output is dx. Each
   /// visit also sums dot(dy[token], w_out[node]), records
   /// dl = that * act'(logit) as its coefficient, and stores its node, dl
-  /// and act(logit) at [token, tree * levels + level]. Null otherwise.
+  /// and act(logit) at [token, tree * levels + level].
+  ///
+  /// fff.leaf_tree_ffn_grad: there are no output weights; output is dx.
+  /// Once the leaf's pre-activations are summed, each unit u takes
+  /// dpre = dot(dy[token], w2[leaf * W + u]) * act'(pre); the token's leaf
+  /// is stored at [token, 0] of visitNodes, dpre and act(pre) at [token, u],
+  /// and dx[token] = w1[leaf] dpre is summed and stored directly.
   struct GradientWalk {
     mlir::Value gradOutput;  // dy [B, Dout]
-    mlir::Value gradWeights; // w_out [K * N, Dout]
+    mlir::Value gradWeights; // w_out [K * N, Dout] or w2 [leaves * W, Dout]
     mlir::Value gradWidth;   // Dout
     std::optional<int64_t> staticGradWidth;
     mlir::Value visitNodes;       // [B, K * levels] i32, within the tree
-    mlir::Value visitGrads;       // [B, K * levels] f32: dl
-    mlir::Value visitActivations; // [B, K * levels] f32: act(logit)
+    mlir::Value visitGrads;       // [B, K * levels] f32: dl (or [B, W]: dpre)
+    mlir::Value visitActivations; // ... act(logit) (or act(pre))
   } gradient;
   bool isGradientWalk() const { return bool(gradient.gradOutput); }
 };

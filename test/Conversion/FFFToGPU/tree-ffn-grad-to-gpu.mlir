@@ -8,11 +8,11 @@
 // scan, scatter over [K * N * chunks] counts); the weight sums, a block per
 // node; and db_out. No atomics anywhere.
 // CHECK-LABEL: func @tree_grad
-// CHECK-DAG:     %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?x6xi32>
+// CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?x6xi32>
+// CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_walk {{.*}} threads in (%c256{{.*}} args({{.*}}, %[[NODES]] : memref<?x6xi32>,
 // CHECK-DAG:     %[[COUNTS:.*]] = memref.alloc() : memref<3584xi32>
 // CHECK-DAG:     %[[STARTS:.*]] = memref.alloc() : memref<16xi32>
 // CHECK-DAG:     %[[MEMBERS:.*]] = memref.alloc(%{{.*}}) : memref<2x?xi32>
-// CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_walk {{.*}} threads in (%c256{{.*}} args({{.*}}, %[[NODES]] : memref<?x6xi32>,
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_count blocks in (%c2,
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_scan blocks in (%c2
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_scatter blocks in (%c2,

@@ -214,12 +214,12 @@ func.func @wide_leaf(%x: tensor<?x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf3
 
 // -----
 
-// The leaf tree's backward has no GPU kernel yet: refused by name (the
-// torch backend runs it in torch ops on CUDA tensors).
-func.func @leaf_tree_grad(%dy: tensor<?x5xf32>, %x: tensor<?x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>,
-                          %w1: tensor<2x8x2xf32>, %b1: tensor<2x2xf32>, %w2: tensor<2x2x5xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op has no GPU lowering yet; use --fff-cpu-pipeline}}
+// The leaf tree's backward takes the forward's limits: no GPU kernel for a
+// leaf wider than 64.
+func.func @wide_leaf_grad(%dy: tensor<?x5xf32>, %x: tensor<?x8xf32>, %nw: tensor<1x8xf32>, %nb: tensor<1xf32>,
+                          %w1: tensor<2x8x65xf32>, %b1: tensor<2x65xf32>, %w2: tensor<2x65x5xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'fff.leaf_tree_ffn_grad' op has no GPU kernel for a leaf wider than 64; use --fff-cpu-pipeline}}
   %r:5 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {depth = 1 : i64}
-         : tensor<?x5xf32>, tensor<?x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x2xf32>, tensor<2x2xf32>, tensor<2x2x5xf32>
+         : tensor<?x5xf32>, tensor<?x8xf32>, tensor<1x8xf32>, tensor<1xf32>, tensor<2x8x65xf32>, tensor<2x65xf32>, tensor<2x65x5xf32>
   return %r#0 : tensor<?x8xf32>
 }

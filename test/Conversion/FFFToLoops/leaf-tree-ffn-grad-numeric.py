@@ -20,8 +20,8 @@ import sys
 
 import numpy as np
 
-from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, quantize,
-                      stable_leaf_inputs)
+from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, leaf_tree_ffn_grad_ref,
+                      quantize, stable_leaf_inputs)
 from fffcheck import run as fffcheck_run
 
 rng = np.random.default_rng(28)
@@ -31,31 +31,6 @@ FLAGS = sys.argv[1:]  # fff-run's: --reference, --vector-bits=N
 
 def run(mlir, func, args, count, extra_flags=()):
     return fffcheck_run(mlir, func, args, count, extra_flags=[*FLAGS, *extra_flags])
-
-
-def slope(activation, pre, step=1e-5):
-    act = ACTIVATIONS[activation]
-    return (act(pre + step) - act(pre - step)) / (2 * step)
-
-
-def reference(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
-    """dx, dw1, db1, dw2, db2, a row at a time."""
-    act = ACTIVATIONS[activation]
-    dx, dw1, db1, dw2 = np.zeros_like(x), np.zeros_like(w1), np.zeros_like(b1), np.zeros_like(w2)
-    db2 = np.zeros((w2.shape[0], w2.shape[2]))
-    for row in range(x.shape[0]):
-        node = 0
-        for _ in range(depth):
-            node = 2 * node + 1 + (1 if x[row] @ node_w[node] + node_b[node] >= 0 else 0)
-        leaf = node - (2**depth - 1)
-        pre = x[row] @ w1[leaf] + b1[leaf]
-        dpre = (w2[leaf] @ dy[row]) * slope(activation, pre)
-        dw2[leaf] += np.outer(act(pre), dy[row])
-        db2[leaf] += dy[row]
-        dw1[leaf] += np.outer(x[row], dpre)
-        db1[leaf] += dpre
-        dx[row] = w1[leaf] @ dpre
-    return dx, dw1, db1, dw2, db2
 
 
 def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
@@ -70,7 +45,7 @@ def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
     args = [dy_arr, x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr]
     mlir = leaf_tree_ffn_grad_function(dtype, rows, din, width, dout, depth, activation, dynamic)
     results = run(mlir, "grad", args, 5)
-    expected = reference(dy, x, nw, nb, w1, b1, w2, depth, activation)
+    expected = leaf_tree_ffn_grad_ref(dy, x, nw, nb, w1, b1, w2, depth, activation)
     name = f"{dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
     for what, want, got in zip(("dx", "dw1", "db1", "dw2", "db2"), expected, results):
         check.close(f"leaf_tree_ffn_grad {what} {name}", dequantize(got, dtype), want, TOLERANCE[dtype])
@@ -113,7 +88,7 @@ x = np.array([[0.75, 0.75, 0.5, -0.25]], np.float32)
 dy = rng.standard_normal((1, dout)).astype(np.float32)
 tie = leaf_tree_ffn_grad_function("f32", 1, din, width, dout, 1, "identity", True)
 got = run(tie, "grad", [dy, x, node_w, node_b, w1, b1, w2], 5)
-want = reference(*(a.astype(np.float64) for a in (dy, x, node_w, node_b, w1, b1, w2)), 1, "identity")
+want = leaf_tree_ffn_grad_ref(*(a.astype(np.float64) for a in (dy, x, node_w, node_b, w1, b1, w2)), 1, "identity")
 check.close("leaf_tree_ffn_grad tie at 0: dx", got[0], want[0], 2e-5)
 check.equal("leaf_tree_ffn_grad tie at 0: the right leaf gets the gradient, the left none",
             not got[1][0].any() and got[1][1].any() and np.array_equal(got[4][0], [0, 0]), True)

@@ -195,10 +195,19 @@ struct TreeStrategy {
   int64_t fusedRowBytesPerToken;
   /// Register budget per thread handed to ptxas (`.maxnreg`).
   int64_t maxRegisters;
-  /// fff.tree_ffn_grad's walk only: how a lane covers dy and the rows of
-  /// w_out for each visit's dot(dy, w_out[node]). Its `out` rows are then
-  /// dx and the rows of w_in.
+  /// The gradient walks only (fff.tree_ffn_grad's, fff.leaf_tree_ffn_grad's):
+  /// how a lane covers dy and the rows of w_out (w2) for each visit's
+  /// dot(dy, w_out[node]). tree_ffn_grad's `out` rows are then dx and the
+  /// rows of w_in.
   std::optional<LaneWalk> gradOutput;
+  /// Rows of w2 whose dot products with dy a leaf's gradient walk takes in
+  /// one walk over dy (1 for tree_ffn_grad, whose levels come one by one).
+  int64_t gradRowsPerStep = 1;
+  /// leaf_tree_ffn_grad: units of a w1 row a lane loads at once for
+  /// dx = w1[leaf] dpre (0 otherwise), and units whose pre-activations one
+  /// pass over x sums.
+  int64_t dxUnitsPerStep = 0;
+  int64_t hiddenUnitsPerPass = 0;
 
   static llvm::StringRef variantName(Variant variant);
   int64_t threadsPerBlock() const { return kWarpSize * tokensPerBlock; }
@@ -243,11 +252,23 @@ llvm::FailureOr<TreeStrategy> selectTreeStrategy(const TreeShape &shape,
 ///     dl * x and act * dy over the node's visits in row order into
 ///     dw_in and dw_out; one thread sums db_in.
 ///  6. output bias: a thread per column sums dy over the rows, in row order.
+///
+/// fff.leaf_tree_ffn_grad takes the same steps with leaves for nodes and one
+/// visit a row: the walk is the leaf forward kernel's, which then takes
+/// dpre = dot(dy, w2[leaf, u]) * act'(pre) for each unit u, stores dpre and
+/// act(pre), and sums dx = w1[leaf] dpre, a lane per element of dx; the sort
+/// groups the rows by leaf; and the sums kernel, a block per leaf and
+/// `sumThreads` columns, sums `unitsPerPass` units' dw1, dw2 and db2 columns
+/// in registers over one pass of the leaf's rows (db1 by the first block's
+/// first threads). No output-bias kernel: db2 is per leaf.
 struct TreeGradStrategy {
   TreeStrategy walk;
   int64_t sortChunks;
   int64_t sortThreads;
   int64_t sumThreads;
+  /// leaf_tree_ffn_grad: units a sums pass takes (the last pass the rest);
+  /// 0 for tree_ffn_grad.
+  int64_t unitsPerPass = 0;
 
   /// The strategy of the kernel `phase` (count, scan, scatter, sums,
   /// output_bias) records; the walk records `walk`'s.
@@ -255,8 +276,9 @@ struct TreeGradStrategy {
                                  llvm::StringRef phase) const;
 };
 
-/// Chooses the strategy of fff.tree_ffn_grad for `shape` (a tree_ffn's);
-/// fails, with the reason in `whyNot`, where the walk has no kernel.
+/// Chooses the strategy of fff.tree_ffn_grad or fff.leaf_tree_ffn_grad for
+/// `shape` (the forward op's); fails, with the reason in `whyNot`, where the
+/// walk has no kernel.
 llvm::FailureOr<TreeGradStrategy> selectTreeGradStrategy(const TreeShape &shape,
                                                          std::string &whyNot);
 
