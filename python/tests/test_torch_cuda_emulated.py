@@ -266,9 +266,9 @@ def test_a_dropout_after_a_norm_joins_its_fused_backward_kernel(dtype, launches)
 
 def test_tree_training_step(launches):
     """A training graph's tree layers under emulate_cuda: fff::tree_ffn's
-    forward and backward (fff.tree_ffn_grad) on the GPU's kernels, the leaf
-    tree's forward there and its backward in torch ops; every gradient is
-    eager's (whose tree gradient is the CPU kernel's)."""
+    and fff::leaf_tree_ffn's forwards and backwards (fff.tree_ffn_grad,
+    fff.leaf_tree_ffn_grad) on the GPU's kernels; every gradient is eager's
+    (whose tree gradients are the CPU kernels')."""
     torch.manual_seed(7)
     model = TreeBlock(leaf=True, dtype=torch.float32).train()
     model.tree.w1.data.normal_()  # leaves of more than one sign
@@ -277,9 +277,10 @@ def test_tree_training_step(launches):
     pipelines = {r.kind: r.pipeline for r in report.regions + report.backward}
     assert pipelines == {"fff::layer_norm_train": "gpu", "fff::leaf_tree_ffn": "gpu", "fff::tree_ffn": "gpu",
                          "fff::layer_norm_train_backward": "gpu", "fff::tree_ffn_backward": "gpu",
-                         "fff::leaf_tree_ffn_backward": "torch"}, str(report)
+                         "fff::leaf_tree_ffn_backward": "gpu"}, str(report)
     names = launches()
-    assert any("grad" in name and "tree" in name for name in names), names
+    assert any(name.startswith("tree_ffn_grad") for name in names), names
+    assert any(name.startswith("leaf_tree_ffn_grad") for name in names), names
     weighting = torch.randn(3, 5, 48, generator=torch.Generator().manual_seed(8))
 
     def gradients(run):
@@ -361,3 +362,28 @@ def test_without_a_driver(monkeypatch):
             _devices.placement_of([torch.empty(2)], emulate_cuda=True)
     finally:
         _devices.emulator_device.cache_clear()
+
+
+@pytest.mark.parametrize("dtype, activation, depth, din, width, dout",
+                         [(torch.float32, "gelu", 3, 40, 12, 24), (torch.float32, "gelu_tanh", 1, 33, 64, 20),
+                          (torch.float16, "relu", 2, 17, 5, 9), (torch.bfloat16, "silu", 4, 64, 48, 33)])
+def test_leaf_tree_backward_on_the_emulator(launches, dtype, activation, depth, din, width, dout):
+    """fff::leaf_tree_ffn_backward with emulate_cuda runs the GPU kernels of
+    fff.leaf_tree_ffn_grad, and its gradients are the hard-routed ones:
+    float64 autograd through a straight-loop reference."""
+    from test_torch_leaf_tree_training import leaf_reference, leaf_tensors
+    generator = torch.Generator().manual_seed(depth * 1000 + width)
+    inputs = leaf_tensors(61, din, width, dout, depth, dtype, generator)
+    dy = torch.randn(61, dout, generator=generator).to(dtype)
+    got = torch.ops.fff.leaf_tree_ffn_backward(dy, *inputs, depth, activation, emulate_cuda=True)
+    assert any(name.startswith("leaf_tree_ffn_grad") for name in launches()), launches()
+    reference = [t.double().requires_grad_() for t in inputs]
+    expected = torch.autograd.grad(leaf_reference(*reference, depth, activation), reference, dy.double(),
+                                   allow_unused=True)
+    tolerance = {torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}[dtype]
+    for name, g, e, like in zip(["x", "node_w", "node_b", "w1", "b1", "w2", "b2"], got, expected, inputs):
+        assert g.dtype == dtype and g.shape == like.shape, name
+        if name.startswith("node"):
+            assert e is None and not g.any(), name
+        else:
+            assert relative_error(g, e) < tolerance, name

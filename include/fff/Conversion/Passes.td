@@ -411,7 +411,15 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
       sum dx), a stable counting sort of each tree's visits by node
       (`count`, `scan`, `scatter`), the weight sums (`sums`, a block per
       node, each column summed over the node's visits in row order) and
-      `output_bias`. No atomics: the same bits on every run.
+      `output_bias`. No atomics: the same bits on every run;
+    - `fff.leaf_tree_ffn_grad`: five kernels, named likewise: the walk (the
+      leaf forward's throughput kernel, which then takes each unit's
+      dpre = dot(dy, w2[leaf, u]) * act'(pre), stores it with act(pre) and
+      the leaf, and writes dx = w1[leaf] dpre), the same counting sort of
+      the rows by leaf, and `sums` (a block per leaf and 128 columns, each
+      column of dw1, dw2 and db2 summed over the leaf's rows in row order,
+      up to 16 units a pass; db1 by the first block). Leaves of up to 64
+      units, as in the forward. No atomics.
 
     Transcendental math in kernels (erf, tanh, exp in activations and fused
     epilogues) becomes MLIR's f32 polynomial approximations, so no kernel

@@ -12,6 +12,7 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from . import _kernels
 from ._backward_fusion import with_backward_fusion
 from ._devices import Unplaced, copied_inputs, placement_of
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
@@ -370,8 +371,8 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         name = op_name(n)
         if name in TREE_OPS.values():
             # fff's own ops stay in the graph, which the fallback runs; their
-            # registered backward is an fff call of the backward graph: for
-            # tree_ffn fff's kernel, for the leaf tree torch ops.
+            # registered backward is an fff call of the backward graph: fff's
+            # kernel where it takes the tensors, else torch ops.
             if placement.kind == "emulated":
                 n.kwargs = {**n.kwargs, "emulate_cuda": True}
                 flagged = True
@@ -379,9 +380,25 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
             value = example_value(n)
             if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
                 report.take_backward(f"fff::{name}_backward", [f"{name}_grad"], [n],
-                                     pipeline=placement.pipeline if name == "tree_ffn" else "torch")
+                                     pipeline=_tree_backward_pipeline(n, placement))
     if flagged:
         gm.recompile()
+
+
+def _tree_backward_pipeline(node, placement):
+    """Where the backward of the tree op `node` runs: the placement's
+    pipeline where fff's gradient kernel takes its tensors, else "torch"."""
+    def value(arg):
+        return example_value(arg) if isinstance(arg, torch.fx.Node) else arg
+
+    x = value(node.args[0])
+    if op_name(node) == "leaf_tree_ffn":
+        w1 = value(node.args[3])
+        takes = isinstance(x, torch.Tensor) and isinstance(w1, torch.Tensor) and \
+            _kernels.takes_leaf_grad(x, w1, placement.kind == "emulated")
+    else:
+        takes = isinstance(x, torch.Tensor) and _kernels.takes_tree_grad(x)
+    return placement.pipeline if takes else "torch"
 
 
 def _why_left(node):

@@ -88,22 +88,31 @@ def tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation, placement)
 _BLAS_LEAF_WORK = 64 * 256
 
 
+# The widest leaf the GPU kernels take (kMaxHiddenWidth in KernelStrategy).
+_GPU_MAX_LEAF_WIDTH = 64
+
+
 def takes_leaf_grad(x, w1, emulate_cuda=False):
     """Whether fff's leaf_tree_ffn_grad kernel takes a gradient of x's rows
-    through leaves w1 [L, Din, W]: CPU tensors of f32, f16 or bf16, not
-    under emulate_cuda (the op has no GPU kernel yet), and leaves narrow
-    enough or rows few enough for the kernel to beat BLAS (see
-    _BLAS_LEAF_WORK). The others run in torch ops."""
-    if x.device.type != "cpu" or emulate_cuda or x.dtype not in ELEMENT:
+    through leaves w1 [L, Din, W], for tensors of f32, f16 or bf16: on CUDA
+    and the emulator (`emulate_cuda`), leaves of up to 64 units (the GPU
+    kernels' limit); on the CPU, leaves narrow enough or rows few enough for
+    the kernel to beat BLAS (see _BLAS_LEAF_WORK). The others run in torch
+    ops."""
+    if x.dtype not in ELEMENT:
         return False
     leaves, width = w1.shape[0], w1.shape[-1]
+    if emulate_cuda or x.device.type == "cuda":
+        return width <= _GPU_MAX_LEAF_WIDTH
+    if x.device.type != "cpu":
+        return False
     rows_per_leaf = x.numel() // max(x.shape[-1], 1) / leaves
     return width <= 64 or rows_per_leaf * width <= _BLAS_LEAF_WORK
 
 
-def leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
+def leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation, placement):
     """(dx, dw1, db1, dw2, db2) of fff::leaf_tree_ffn on fff's
-    leaf_tree_ffn_grad kernel, on the CPU."""
+    leaf_tree_ffn_grad kernel, compiled for and run at `placement`."""
     element, din, (leaves, width, dout) = ELEMENT[x.dtype], x.shape[-1], w2.shape
     types = [tensor_type(shape, element) for shape in
              [(None, dout), (None, din), (leaves - 1, din), (leaves - 1,), (leaves, din, width), (leaves, width),
@@ -117,6 +126,7 @@ def leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation):
             f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {', '.join(types)}\n"
             f"  return {results} : {', '.join(result_types)}\n}}\n")
     rows, grad = x.reshape(-1, din), dy.reshape(-1, dout)
-    function = executable(text, "cpu", ()).grad
-    dx, dw1, db1, dw2, db2 = function(grad, rows, node_w, node_b, w1, b1, w2)
+    function = executable(text, placement.target, placement.options).grad
+    shapes = [rows.shape, w1.shape, b1.shape, w2.shape, (leaves, dout)]
+    dx, dw1, db1, dw2, db2 = placement.call(function, [grad, rows, node_w, node_b, w1, b1, w2], shapes)
     return dx.reshape(x.shape), dw1, db1, dw2, db2

@@ -30,12 +30,13 @@ rounding of 0 may route otherwise there (all send exactly 0 left).
 fff::leaf_tree_ffn: the hard-routed gradient. The chosen leaf's w1, b1,
 w2, b2 and x get gradients; the routing nodes get zero (a zero tensor, not
 None, so that an optimizer treats them as the `fastfeedforward` package's
-training with hard decisions does: weight decay still applies). On CPU
-tensors of f32, f16 and bf16 it runs on fff's kernel of the dialect's
-fff.leaf_tree_ffn_grad (_kernels.leaf_tree_ffn_grad): each leaf's sums over
-its rows in row order, the same bits for any thread count. Elsewhere (f64,
-CUDA, the emulator: the op has no GPU kernel yet; leaves so wide, with so
-many rows each, that their products are dense matrix multiplications, which
+training with hard decisions does: weight decay still applies). On CPU and
+CUDA tensors of f32, f16 and bf16 (and on the emulator) it runs on fff's
+kernels of the dialect's fff.leaf_tree_ffn_grad
+(_kernels.leaf_tree_ffn_grad): each leaf's sums over its rows in row order,
+the same bits for any thread count or grid. Elsewhere (f64; leaves wider
+than the GPU kernels' 64 units; on the CPU, leaves so wide, with so many
+rows each, that their products are dense matrix multiplications, which
 torch's BLAS runs faster: _kernels.takes_leaf_grad) and for double backward,
 leaf_tree_ffn_backward below groups the rows by leaf in torch ops, each
 leaf's gradients a few matrix products over its rows. Either routes each
@@ -194,11 +195,13 @@ def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activat
 
 def leaf_tree_ffn_gradients(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation, emulate_cuda=False):
     """leaf_tree_ffn_backward's gradients, on fff's leaf_tree_ffn_grad
-    kernel where it takes the tensors (CPU, f32/f16/bf16, leaves not so
-    wide that BLAS wins: each leaf's sums in row order, the same bits for
-    any thread count), else in torch ops."""
+    kernels where they take the tensors (CPU or CUDA, or the emulator with
+    `emulate_cuda`; f32/f16/bf16; leaves not so wide that BLAS wins: each
+    leaf's sums in row order, the same bits for any thread count or grid),
+    else in torch ops."""
     if _kernels.takes_leaf_grad(x, w1, emulate_cuda):
-        dx, dw1, db1, dw2, db2 = _kernels.leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation)
+        dx, dw1, db1, dw2, db2 = _kernels.leaf_tree_ffn_grad(dy, x, node_w, node_b, w1, b1, w2, depth, activation,
+                                                             placement_of_device(x.device, emulate_cuda))
         return dx, torch.zeros_like(node_w), torch.zeros_like(node_b), dw1, db1, dw2, db2
     return leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation)
 
