@@ -84,12 +84,13 @@ ATTRIBUTE_EDITS = [" return_stats", " normalized_rank 2", " normalized_rank 0",
 
 
 def load_corpus(roots, max_bytes):
-    """Every `// -----` case of the .mlir files under `roots`, without
-    comments (RUN lines, CHECK lines and expected-error annotations), and
-    the number of cases left out for being longer than `max_bytes`."""
+    """Every `// -----` case of the .mlir files under `roots` (directories,
+    or .mlir files themselves), without comments (RUN lines, CHECK lines and
+    expected-error annotations), and the number of cases left out for being
+    longer than `max_bytes`."""
     cases, skipped = [], 0
-    for root in roots:
-        for path in sorted(pathlib.Path(root).rglob("*.mlir")):
+    for root in map(pathlib.Path, roots):
+        for path in [root] if root.is_file() else sorted(root.rglob("*.mlir")):
             text = path.read_text()
             for chunk in text.split(SEPARATOR):
                 lines = [l for l in chunk.splitlines() if not l.strip().startswith("//")]
@@ -338,7 +339,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per batch")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--corpus", action="append",
-                        help="directory of .mlir inputs (default: test/ and examples/)")
+                        help="a directory of .mlir inputs, or one .mlir file (default: test/ and examples/)")
     parser.add_argument("--out", help="directory for failing mutants")
     parser.add_argument("--max-case-bytes", type=int, default=65536,
                         help="leave out corpus cases longer than this (whole model exports, "
@@ -349,6 +350,8 @@ def main():
 
     corpus, skipped = load_corpus(args.corpus or [root / "test", root / "examples"],
                                   args.max_case_bytes)
+    if not corpus:
+        parser.error(f"no .mlir cases under {', '.join(map(str, args.corpus))}")
     if args.seeds:
         # Fresh seeds from the OS's randomness, never a fixed list.
         seeds = [random.SystemRandom().randrange(10 ** 9) for _ in range(args.seeds)]
