@@ -387,3 +387,57 @@ def test_leaf_tree_backward_on_the_emulator(launches, dtype, activation, depth, 
             assert e is None and not g.any(), name
         else:
             assert relative_error(g, e) < tolerance, name
+
+
+@pytest.mark.parametrize("dtype, activation, depth, trees, din, dout, bias",
+                         [(torch.float32, "gelu", 4, 1, 48, 40, True), (torch.float32, "relu", 2, 3, 33, 9, False),
+                          (torch.float16, "silu", 3, 2, 16, 24, True), (torch.bfloat16, "gelu", 6, 1, 64, 32, True)])
+def test_tree_backward_on_the_emulator_is_the_authors_masked_layers(launches, dtype, activation, depth, trees, din,
+                                                                     dout, bias):
+    """fff::tree_ffn_backward with emulate_cuda (fff.tree_ffn_grad's GPU
+    kernels) against float64 autograd through a transcription of
+    UltraFastBERT's masked training layer."""
+    from test_torch_tree_training import masked_dense, tensors
+    generator = torch.Generator().manual_seed(depth * 100 + trees * 10 + din)
+    inputs = tensors(43, din, dout, depth, trees, dtype, bias, generator)
+    dy = torch.randn(43, dout, generator=generator).to(dtype)
+    got = torch.ops.fff.tree_ffn_backward(dy, *inputs, depth, activation, emulate_cuda=True)
+    assert any(name.startswith("tree_ffn_grad") for name in launches()), launches()
+    reference = [t.double().requires_grad_() if t is not None else None for t in inputs]
+    present = [t for t in reference if t is not None]
+    expected = dict(zip([n for n, t in zip(["x", "w_in", "b_in", "w_out", "b_out"], reference) if t is not None],
+                        torch.autograd.grad(masked_dense(*reference, depth, activation), present, dy.double())))
+    tolerance = {torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}[dtype]
+    for name, g in zip(["x", "w_in", "b_in", "w_out", "b_out"], got):
+        if name not in expected:
+            assert g.numel() == 0, name  # an absent bias's gradient is empty
+            continue
+        assert g.dtype == dtype and g.shape == expected[name].shape, name
+        assert relative_error(g, expected[name]) < tolerance, name
+
+
+def test_leaf_tree_backward_on_the_emulator_is_fastfeedforwards_hard_training(launches):
+    """fff::leaf_tree_ffn_backward with emulate_cuda against autograd
+    through the fastfeedforward package's training forward with hard
+    decisions."""
+    fastfeedforward = pytest.importorskip("fastfeedforward", reason="the fastfeedforward package is not installed")
+    torch.manual_seed(14)
+    theirs = fastfeedforward.FFF(40, 12, 24, depth=3, activation=torch.nn.GELU()).train()
+    with torch.no_grad():
+        theirs.b2s.uniform_(-1, 1)
+    ours = fff.torch.LeafTreeFFN.from_fastfeedforward(theirs)
+    with torch.no_grad():  # the training forward adds b2s; the eval one does not
+        ours.b2.copy_(theirs.b2s)
+    x, dy = torch.randn(89, 40), torch.randn(89, 24)
+    weights = [p.detach() for p in ours.parameters()]
+    got = torch.ops.fff.leaf_tree_ffn_backward(dy, x, *weights, ours.depth, ours.activation, emulate_cuda=True)
+    assert any(name.startswith("leaf_tree_ffn_grad") for name in launches()), launches()
+    x_theirs = x.clone().requires_grad_()
+    expected = torch.autograd.grad(theirs.training_forward(x_theirs, use_hard_decisions=True),
+                                   [x_theirs, theirs.node_weights, theirs.node_biases, theirs.w1s, theirs.b1s,
+                                    theirs.w2s, theirs.b2s], dy)
+    for name, g, e in zip(["x", "node_w", "node_b", "w1", "b1", "w2", "b2"], got, expected):
+        if name.startswith("node"):
+            assert not g.any() and not e.any(), name
+        else:
+            assert relative_error(g, e.reshape(g.shape)) < 2e-5, name
