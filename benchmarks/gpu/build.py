@@ -24,7 +24,8 @@ with scripts/fff-aot.sh into benchmarks/gpu/out/:
     backward fusion compiles it (traffic.py);
   - fff_tree_grads.so: tree training steps (tree_grad_check.py): per
     layer, its tree_ffn and its tree_ffn_grad (dx, every weight's and
-    bias's gradient);
+    bias's gradient), and per leaf tree its leaf_tree_ffn and
+    leaf_tree_ffn_grad;
   - manifest.json: each function's signature, for device_check.py.
 
     python3 benchmarks/gpu/build.py [--out benchmarks/gpu/out] [--chip sm_90]
@@ -219,6 +220,31 @@ for name, dtype, trees, depth in TREE_GRADS:
                                "forward_args": ["x", "w_in", "b_in", "w_out", "b_out", "y"],
                                "args": ["dy", "x", "w_in", "b_in", "w_out", "dx", "dw_in", "dw_out", "db_in",
                                         "db_out"]})
+
+# Leaf tree training steps: (name, dtype, depth, leaf width), 768 wide,
+# GELU: 256 leaves of 12 (3072 hidden units, as the dense FFN's).
+LEAF_GRADS = (("leaf_tree_ffn_grad_bf16_256x12", "bf16", 8, 12), ("leaf_tree_ffn_grad_f32_256x12", "f32", 8, 12))
+for name, dtype, depth, width in LEAF_GRADS:
+    leaves, d = 2 ** depth, TREE_GRAD_WIDTH
+    x, nw, nb = f"tensor<?x{d}x{dtype}>", f"tensor<{leaves - 1}x{d}x{dtype}>", f"tensor<{leaves - 1}x{dtype}>"
+    w1, b1 = f"tensor<{leaves}x{d}x{width}x{dtype}>", f"tensor<{leaves}x{width}x{dtype}>"
+    w2, b2 = f"tensor<{leaves}x{width}x{d}x{dtype}>", f"tensor<{leaves}x{d}x{dtype}>"
+    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<gelu>}}"
+    forward = name.replace("_grad", "_forward")
+    tree_grad_functions.append(
+        f"func.func @{forward}(%x: {x}, %nw: {nw}, %nb: {nb}, %w1: {w1}, %b1: {b1}, %w2: {w2}, %b2: {b2}) -> {x} {{\n"
+        f"  %y = fff.leaf_tree_ffn %x, %nw, %nb, %w1, %b1, %w2, %b2 {attrs} : {x}, {nw}, {nb}, {w1}, {b1}, {w2}, {b2}\n"
+        f"  return %y : {x}\n}}\n"
+        f"func.func @{name}(%dy: {x}, %x: {x}, %nw: {nw}, %nb: {nb}, %w1: {w1}, %b1: {b1}, %w2: {w2})"
+        f" -> ({x}, {w1}, {b1}, {w2}, {b2}) {{\n"
+        f"  %dx, %dw1, %db1, %dw2, %db2 = fff.leaf_tree_ffn_grad %dy, %x, %nw, %nb, %w1, %b1, %w2 {attrs} "
+        f": {x}, {x}, {nw}, {nb}, {w1}, {b1}, {w2}\n"
+        f"  return %dx, %dw1, %db1, %dw2, %db2 : {x}, {w1}, {b1}, {w2}, {b2}\n}}\n")
+    tree_grad_manifest.append({"function": name, "forward": forward, "kind": "leaf", "dtype": dtype, "depth": depth,
+                               "leaf_width": width, "width": TREE_GRAD_WIDTH,
+                               "forward_args": ["x", "node_w", "node_b", "w1", "b1", "w2", "b2", "y"],
+                               "args": ["dy", "x", "node_w", "node_b", "w1", "b1", "w2", "dx", "dw1", "db1", "dw2",
+                                        "db2"]})
 
 os.makedirs(options.out, exist_ok=True)
 

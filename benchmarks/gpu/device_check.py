@@ -14,7 +14,9 @@ user would otherwise run.
     backward, and Liger Kernel's where it is installed;
   - tree training steps (tree_grad_check.py): fff's tree_ffn and
     tree_ffn_grad against the authors' masked dense layer under eager and
-    torch.compile, and the dense feedforward's step;
+    torch.compile, and the dense feedforward's step; a leaf tree's
+    (leaf_tree_ffn and leaf_tree_ffn_grad) against its leaves gathered per
+    row under eager and torch.compile, and the dense step;
   - FFN sublayers, each one fused kernel (pre-LN x + tree(LN(x)), post-LN
     LN(x + tree(x))), and a whole pre-LN block of two sublayers: against
     the same math in PyTorch eager and torch.compile, and against the dense

@@ -3,8 +3,8 @@
 # tree library of the build is called through the harness's own argument
 # marshalling and checked against its float64 references, as are the norms'
 # backward (alone and as the fused unit of a pre-LN step with a dropout
-# after the norm), the tree layers' training steps, the fused sublayers and the
-# whole pre-LN block; nothing is timed.
+# after the norm), the tree layers' training steps (the leaf tree's too), the
+# fused sublayers and the whole pre-LN block; nothing is timed.
 #
 # REQUIRES: torch
 # RUN: rm -rf %t && %python %fff_src_root/benchmarks/gpu/build.py --out %t > /dev/null
@@ -26,7 +26,9 @@
 # CHECK: | tree_ffn_grad_bf16_1x11 B=3 | yes
 # CHECK: | tree_ffn_grad_f32_1x11 B=3 | yes
 # CHECK: | tree_ffn_grad_bf16_4x8 B=3 | yes
-# CHECK: 3 tree training cases; wrong: 0
+# CHECK: | leaf_tree_ffn_grad_bf16_256x12 B=3 | yes
+# CHECK: | leaf_tree_ffn_grad_f32_256x12 B=3 | yes
+# CHECK: 5 tree training cases; wrong: 0
 # CHECK: | pre_ln_tree_ffn_bf16_768_depth11 B=1 | yes
 # CHECK: | post_ln_tree_ffn_f32_768_depth11 B=3 | yes
 # CHECK: | pre_ln_block B=3 | yes
