@@ -404,7 +404,7 @@ constexpr int64_t kTreeGradSumThreads = 128;
 /// A leaf's gradient walk holds, beside the forward's routing and hidden
 /// layer, the dy walk's loads and sums and the dx loop's: at 128 registers
 /// ptxas spilled wherever the leaf was 48 units or wider, so the walk gets
-/// 168 (12 warps a multiprocessor, one block of 8 each), and keeps its
+/// 168 (12 warps a multiprocessor: three blocks of four), and keeps its
 /// units' values (pre, then dpre) in the token's records. Its hidden layer
 /// sums up to 32 units a pass over x, in a loop ptxas does not unroll. Up to
 /// 16 units, it takes four rows of w2 per walk over dy, with the forward's
@@ -412,6 +412,7 @@ constexpr int64_t kTreeGradSumThreads = 128;
 /// vector sums; wider leaves take one row and one dy vector a step. dx
 /// loads 8 units of a w1 row at a time, in a loop.
 constexpr int64_t kLeafGradRegisters = 168;
+constexpr int64_t kLeafGradTokensPerBlock = 4;
 constexpr int64_t kRegistersPerMultiprocessor = 65536;
 constexpr int64_t kLeafGradHiddenUnitsPerPass = 32;
 constexpr int64_t kLeafGradRowsPerStep = 4;
@@ -461,6 +462,7 @@ FailureOr<TreeGradStrategy> fff::selectTreeGradStrategy(const TreeShape &shape,
       wideLeaf ? 1 : kTreeInputLoadsPerStep / (1 + walk->gradRowsPerStep));
   if (shape.isLeafMLP()) {
     walk->maxRegisters = kLeafGradRegisters;
+    walk->tokensPerBlock = kLeafGradTokensPerBlock;
     walk->residentBlocks =
         kMultiprocessors * std::max<int64_t>(1, kRegistersPerMultiprocessor /
                                                     (kLeafGradRegisters *

@@ -11,7 +11,7 @@
 // CHECK:         %[[LEAVES:.*]] = memref.alloc(%{{.*}}) : memref<?x1xi32>
 // CHECK:         %[[DPRE:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
 // CHECK:         %[[ACT:.*]] = memref.alloc(%{{.*}}) : memref<?x12xf32>
-// CHECK:         gpu.launch_func @fff_kernels::@leaf_tree_ffn_grad_bf16_32x64_depth3_walk {{.*}} threads in (%c256{{.*}} args({{.*}}, %[[LEAVES]] : memref<?x1xi32>, %[[DPRE]] : memref<?x12xf32>, %[[ACT]] : memref<?x12xf32>)
+// CHECK:         gpu.launch_func @fff_kernels::@leaf_tree_ffn_grad_bf16_32x64_depth3_walk {{.*}} threads in (%c128{{.*}} args({{.*}}, %[[LEAVES]] : memref<?x1xi32>, %[[DPRE]] : memref<?x12xf32>, %[[ACT]] : memref<?x12xf32>)
 // CHECK-DAG:     memref.alloc() : memref<2048xi32>
 // CHECK-DAG:     memref.alloc() : memref<9xi32>
 // CHECK-DAG:     memref.alloc(%{{.*}}) : memref<1x?xi32>
@@ -21,7 +21,7 @@
 // CHECK:         %[[COLUMN_BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c128
 // CHECK:         gpu.launch_func @fff_kernels::@leaf_tree_ffn_grad_bf16_32x64_depth3_sums {{.*}} threads in (%c128
 // CHECK-NOT:     gpu.launch_func
-// CHECK:       gpu.func @leaf_tree_ffn_grad_bf16_32x64_depth3_walk({{.*}}) workgroup({{.*}}) kernel attributes {fff.strategy = {dx_units_per_step = 8 : i64, {{.*}}grad_output = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 1 : i64}, grad_rows_per_step = 4 : i64, hidden_units_per_pass = 12 : i64, {{.*}}kind = "warp_per_token", {{.*}}max_registers = 168 : i64, {{.*}}resident_blocks = 132 : i64, {{.*}}variant = "throughput"}
+// CHECK:       gpu.func @leaf_tree_ffn_grad_bf16_32x64_depth3_walk({{.*}}) workgroup({{.*}}) kernel attributes {fff.strategy = {dx_units_per_step = 8 : i64, {{.*}}grad_output = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 1 : i64}, grad_rows_per_step = 4 : i64, hidden_units_per_pass = 12 : i64, {{.*}}kind = "warp_per_token", {{.*}}max_registers = 168 : i64, {{.*}}resident_blocks = 396 : i64, {{.*}}tokens_per_block = 4 : i64, {{.*}}variant = "throughput"}
 // CHECK:         gpu.shuffle xor
 // CHECK:         scf.if
 // CHECK:           memref.store {{.*}} : memref<?x1xi32>
