@@ -87,14 +87,6 @@ def stable_inputs(h, spec, batch):
     return s
 
 
-def reference(spec, s):
-    """dx, dw_in, dw_out, db_in, db_out by torch.autograd in float64."""
-    inputs = {name: s[name].double().requires_grad_() for name in ("x", "w_in", "b_in", "w_out", "b_out")}
-    y = masked_step(inputs, spec["depth"])
-    order = ("x", "w_in", "w_out", "b_in", "b_out")  # as GRADS
-    return torch.autograd.grad(y, [inputs[name] for name in order], s["dy"].double())
-
-
 def dense_training_step(h, spec):
     """The training step of the dense 768 -> 3072 -> 768 GELU feedforward a
     tree layer replaces, on x and dy of a step's tensors."""
@@ -110,65 +102,6 @@ def dense_training_step(h, spec):
         y = F.linear(F.gelu(F.linear(leaves[0], leaves[1], leaves[2])), leaves[3], leaves[4])
         torch.autograd.grad(y, leaves, t["dy"])
     return dense_step
-
-
-def run_case(h, spec, batch):
-    s = stable_inputs(h, spec, batch)
-    backward = getattr(h.tree_grad_library, spec["function"])
-    forward = getattr(h.tree_grad_library, spec["forward"])
-
-    def fff_backward(t):
-        h.call_fff(backward, spec["args"], t, outputs=GRADS)
-
-    def fff_step(t):
-        h.call_fff(forward, spec["forward_args"], t)
-        fff_backward(t)
-
-    h.set_stream(None if h.emulator else torch.cuda.current_stream())
-    fff_backward(s)
-    h.synchronize()
-    h.check_error(spec["function"], h.tree_grad_library)
-    errors = []
-    for name, ref in zip(GRADS, reference(spec, s)):
-        got = s[name].double()
-        errors.append(((got - ref).norm() / ref.norm()).item() if torch.isfinite(got).all() else float("inf"))
-    error = max(errors)
-    case = f"{spec['function']} B={batch}"
-    result = {"case": case, "ok": error <= GRAD_TOLERANCE[spec["dtype"]], "error": error}
-    if h.emulator:
-        return result
-
-    params = ("x", "w_in", "b_in", "w_out", "b_out")
-
-    def masked(step):
-        def train(t):
-            leaves = {name: t[name].detach().requires_grad_() for name in params}
-            y = step(dict(t, **leaves))
-            torch.autograd.grad(y, list(leaves.values()), t["dy"])
-        return train
-
-    width = spec["width"]
-    dense_step = dense_training_step(h, spec)
-    depth = spec["depth"]
-    compiled = torch.compile(lambda t: masked_step(t, depth))
-    sets = [s]
-    fff_us = h.graph_time_us(fff_step, sets)
-    backward_us = h.graph_time_us(fff_backward, sets)
-    h.check_error(spec["function"], h.tree_grad_library)
-    eager_us = h.graph_time_us(masked(lambda t: masked_step(t, depth)), sets)
-    compile_us = h.graph_time_us(masked(compiled), sets)
-    dense_us = h.graph_time_us(dense_step, sets)
-    trees, nodes = s["w_in"].shape[:2]
-    # A step is three times the forward's multiply-adds.
-    path_flops = 3 * 2 * batch * trees * (depth + 1) * 2 * width
-    masked_flops = 3 * 2 * batch * trees * nodes * 2 * width
-    dense_flops = 3 * 2 * batch * 4 * width * 2 * width
-    tflops = lambda flops, us: flops / us / 1e6
-    result.update({"fff_us": fff_us, "backward_us": backward_us, "tflops": tflops(path_flops, fff_us),
-                   "eager_tflops": tflops(masked_flops, eager_us), "compile_tflops": tflops(masked_flops, compile_us),
-                   "dense_tflops": tflops(dense_flops, dense_us), "vs_eager": eager_us / fff_us,
-                   "vs_compile": compile_us / fff_us, "vs_dense": dense_us / fff_us})
-    return result
 
 
 LEAF_GRADS = ("dx", "dw1", "db1", "dw2", "db2")
@@ -222,14 +155,46 @@ def leaf_inputs(h, spec, batch):
     return s
 
 
-def run_leaf_case(h, spec, batch):
-    s = leaf_inputs(h, spec, batch)
+class Kind:
+    """What a layer kind brings to its rows: its inputs, its gradients'
+    names and the inputs they are of (in the library's result order), the
+    formulation the reference differentiates and the baselines time (its
+    inputs, those above and the routing weights), and the multiply-adds of
+    fff's path and of that formulation per row."""
+
+    def __init__(self, inputs, grads, grad_inputs, step, step_inputs, path_flops, step_flops):
+        self.inputs, self.grads, self.grad_inputs = inputs, grads, grad_inputs
+        self.step, self.step_inputs = step, step_inputs
+        self.path_flops, self.step_flops = path_flops, step_flops
+
+
+def _tree_flops(spec, all_nodes):
+    nodes = 2 ** (spec["depth"] + 1) - 1 if all_nodes else spec["depth"] + 1
+    return spec["trees"] * nodes * 2 * spec["width"]
+
+
+def _leaf_flops(spec):
+    return spec["depth"] * spec["width"] + 2 * spec["width"] * spec["leaf_width"]
+
+
+KINDS = {
+    "tree": Kind(stable_inputs, GRADS, ("x", "w_in", "w_out", "b_in", "b_out"), masked_step,
+                 ("x", "w_in", "b_in", "w_out", "b_out"), lambda spec: _tree_flops(spec, False),
+                 lambda spec: _tree_flops(spec, True)),
+    "leaf": Kind(leaf_inputs, LEAF_GRADS, LEAF_PARAMS, leaf_step, LEAF_PARAMS + ("node_w", "node_b"),
+                 _leaf_flops, _leaf_flops),
+}
+
+
+def run_case(h, spec, batch):
+    kind = KINDS[spec.get("kind", "tree")]
+    depth = spec["depth"]
+    s = kind.inputs(h, spec, batch)
     backward = getattr(h.tree_grad_library, spec["function"])
     forward = getattr(h.tree_grad_library, spec["forward"])
-    depth = spec["depth"]
 
     def fff_backward(t):
-        h.call_fff(backward, spec["args"], t, outputs=LEAF_GRADS)
+        h.call_fff(backward, spec["args"], t, outputs=kind.grads)
 
     def fff_step(t):
         h.call_fff(forward, spec["forward_args"], t)
@@ -239,12 +204,13 @@ def run_leaf_case(h, spec, batch):
     fff_backward(s)
     h.synchronize()
     h.check_error(spec["function"], h.tree_grad_library)
-    inputs = {name: s[name].double().requires_grad_() if name in LEAF_PARAMS else s[name].double()
-              for name in LEAF_PARAMS + ("node_w", "node_b")}
-    expected = torch.autograd.grad(leaf_step(inputs, depth), [inputs[name] for name in LEAF_PARAMS],
+    inputs = {name: s[name].double() for name in kind.step_inputs}
+    for name in kind.grad_inputs:
+        inputs[name].requires_grad_()
+    expected = torch.autograd.grad(kind.step(inputs, depth), [inputs[name] for name in kind.grad_inputs],
                                    s["dy"].double())
     errors = []
-    for name, ref in zip(LEAF_GRADS, expected):
+    for name, ref in zip(kind.grads, expected):
         got = s[name].double()
         errors.append(((got - ref).norm() / ref.norm()).item() if torch.isfinite(got).all() else float("inf"))
     error = max(errors)
@@ -253,30 +219,29 @@ def run_leaf_case(h, spec, batch):
     if h.emulator:
         return result
 
-    def gathered(step):
-        def train(t):
-            leaves = {name: t[name].detach().requires_grad_() for name in LEAF_PARAMS}
-            torch.autograd.grad(step(dict(t, **leaves)), list(leaves.values()), t["dy"])
-        return train
+    def train(step):
+        def run_step(t):
+            leaves = {name: t[name].detach().requires_grad_() for name in kind.grad_inputs}
+            torch.autograd.grad(step(dict(t, **leaves), depth), list(leaves.values()), t["dy"])
+        return run_step
 
-    compiled = torch.compile(lambda t: leaf_step(t, depth))
+    compiled = torch.compile(kind.step)
     dense_step = dense_training_step(h, spec)
     sets = [s]
     fff_us = h.graph_time_us(fff_step, sets)
     backward_us = h.graph_time_us(fff_backward, sets)
     h.check_error(spec["function"], h.tree_grad_library)
-    eager_us = h.graph_time_us(gathered(lambda t: leaf_step(t, depth)), sets)
-    compile_us = h.graph_time_us(gathered(compiled), sets)
+    eager_us = h.graph_time_us(train(kind.step), sets)
+    compile_us = h.graph_time_us(train(compiled), sets)
     dense_us = h.graph_time_us(dense_step, sets)
-    width, units = spec["width"], spec["leaf_width"]
-    # A step is three times the forward's multiply-adds: the routing and
-    # the row's leaf (the gathered formulation does the same arithmetic).
-    path_flops = 3 * 2 * batch * (depth * width + 2 * width * units)
-    dense_flops = 3 * 2 * batch * 4 * width * 2 * width
-    tflops = lambda flops, us: flops / us / 1e6
-    result.update({"fff_us": fff_us, "backward_us": backward_us, "tflops": tflops(path_flops, fff_us),
-                   "eager_tflops": tflops(path_flops, eager_us), "compile_tflops": tflops(path_flops, compile_us),
-                   "dense_tflops": tflops(dense_flops, dense_us), "vs_eager": eager_us / fff_us,
+    # A step is three times the forward's multiply-adds.
+    flops = lambda per_row: 3 * 2 * batch * per_row
+    tflops = lambda per_row, us: flops(per_row) / us / 1e6
+    width = spec["width"]
+    result.update({"fff_us": fff_us, "backward_us": backward_us, "tflops": tflops(kind.path_flops(spec), fff_us),
+                   "eager_tflops": tflops(kind.step_flops(spec), eager_us),
+                   "compile_tflops": tflops(kind.step_flops(spec), compile_us),
+                   "dense_tflops": tflops(4 * width * 2 * width, dense_us), "vs_eager": eager_us / fff_us,
                    "vs_compile": compile_us / fff_us, "vs_dense": dense_us / fff_us})
     return result
 
@@ -291,7 +256,7 @@ def run(h):
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for spec in h.manifest["tree_grad_functions"]:
         for batch in batches:
-            r = (run_leaf_case if spec.get("kind") == "leaf" else run_case)(h, spec, batch)
+            r = run_case(h, spec, batch)
             results.append(r)
             verdict = f"{'yes' if r['ok'] else 'NO'} ({r['error']:.1e})"
             if h.emulator:
