@@ -9,7 +9,8 @@
 #     768-wide shape); one and three trees; odd and dynamic widths; with
 #     and without b_in and db_out; f32, f16 and bf16;
 #   - batches of 1, of a few, of more rows than the counting sort has chunks
-#     (so that chunks hold several rows), and of none (zero gradients);
+#     (so that chunks hold several rows), of enough that a node's visits
+#     span several chunks of the sums, and of none (zero gradients);
 #   - inputs inside larger allocations; a second call gives the same bits;
 #   - a logit of exactly 0 goes left, and the right child gets nothing;
 #   - the routes are the GPU forward kernel's: on rows whose every logit is
@@ -19,7 +20,7 @@
 # REQUIRES: numpy
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %emulator %fff_src_root/scripts/fff-aot.sh %t | FileCheck %s
-# CHECK: tree backward kernels run: count, output_bias, scan, scatter, sums, walk
+# CHECK: tree backward kernels run: chunk_sums, count, node_sums, output_bias, scan, scatter, walk
 # CHECK: all {{[0-9]+}} checks passed
 
 import os
@@ -150,8 +151,14 @@ for c in CASES:
     for rows in ((5, 0) if large else (1, 7, 0)):
         check_case(*c, rows)
     if not large:
-        # More rows than the sort's 256 chunks: chunks of two rows.
+        # More rows than the sort's 256 chunks: chunks of two rows; the
+        # root's 300 visits span two chunks of the sums.
         check_case(*c, 300, repeat=c[0] == "f32" and c[3] == 3)
+# The root's and level 1's visits span four and two chunks of 256 (heads in
+# the middle chunks), with three trees' chunks side by side.
+check_case("f32", 33, 20, 3, 1, "gelu", False, True, True, 1100, repeat=True)
+check_case("bf16", 64, 24, 3, 4, "silu", False, True, True, 1100)
+check_case("f32", 48, 40, 1, 4, "gelu", True, True, True, 1100)
 
 # A root logit of exactly 0 goes left: x . w_in[0] = 1 - 1 = 0, no bias.
 w_in = np.zeros((1, 3, 4), np.float32)
@@ -207,7 +214,7 @@ check.equal(f"rounding-noise logits: float64 walks other paths on some of these 
 
 kinds = set()
 for kernel in emulated.launches(stats_file):
-    match = re.search(r"tree_ffn_grad_\w+?_(walk|count|scan|scatter|sums|output_bias)$", kernel)
+    match = re.search(r"tree_ffn_grad_\w+?_(walk|count|scan|scatter|chunk_sums|node_sums|output_bias)$", kernel)
     if match:
         kinds.add(match.group(1))
 print("tree backward kernels run: " + ", ".join(sorted(kinds)))

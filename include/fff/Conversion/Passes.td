@@ -405,13 +405,15 @@ def ConvertFFFToGPU : Pass<"convert-fff-to-gpu", "::mlir::ModuleOp"> {
       `..._column_sums`, launched only where a parameter gradient is used,
       which adds the partial rows in block order. No atomics: the same bits
       on every run;
-    - `fff.tree_ffn_grad`: six kernels, `tree_ffn_grad_<type>_<Din>x<Dout>_
+    - `fff.tree_ffn_grad`: seven kernels, `tree_ffn_grad_<type>_<Din>x<Dout>_
       depth<d>[_trees<k>]_<phase>`: the walk (the forward's throughput
       kernel, whose visits also take dot(dy, w_out[node]), record dl and
       sum dx), a stable counting sort of each tree's visits by node
-      (`count`, `scan`, `scatter`), the weight sums (`sums`, a block per
-      node, each column summed over the node's visits in row order) and
-      `output_bias`. No atomics: the same bits on every run;
+      (`count`, `scan`, `scatter`), the weight sums (`chunk_sums`, a block
+      per 256 sorted visits, each column summed over each node's run in row
+      order, as partial rows where a node spans chunks; `node_sums`, a
+      block per node adding those in chunk order) and `output_bias`. No
+      atomics: the same bits on every run;
     - `fff.leaf_tree_ffn_grad`: five kernels, named likewise: the walk (the
       leaf forward's throughput kernel, which then takes each unit's
       dpre = dot(dy, w2[leaf, u]) * act'(pre), stores it with act(pre) and

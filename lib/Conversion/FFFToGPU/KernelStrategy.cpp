@@ -399,8 +399,14 @@ constexpr int64_t kTreeGradMaxChunks = 256;
 /// The counts (and then offsets) take 4 bytes per node and chunk: at most
 /// 16 MiB per tree, so a deep tree gets fewer chunks.
 constexpr int64_t kTreeGradMaxCountsPerTree = int64_t(1) << 22;
-/// The sums kernel: a thread per column, a block per node.
+/// The sums kernels: a thread per column, a block per node or chunk.
 constexpr int64_t kTreeGradSumThreads = 128;
+/// A chunk sums block's visits: a thread's run is 256 visits of each of its
+/// columns (a root's bucket, every row, was one block's before). Its loop
+/// over the chunk's runs holds more than the 64 registers of the others
+/// (f32 spilled 4 bytes there).
+constexpr int64_t kTreeGradVisitsPerChunk = 256;
+constexpr int64_t kTreeGradChunkSumRegisters = 96;
 /// A leaf's gradient walk holds, beside the forward's routing and hidden
 /// layer, the dy walk's loads and sums and the dx loop's: at 128 registers
 /// ptxas spilled wherever the leaf was 48 units or wider, so the walk gets
@@ -434,8 +440,15 @@ DictionaryAttr TreeGradStrategy::phaseAttr(MLIRContext *context,
   if (phase == "sums" && unitsPerPass)
     fields.push_back(
         b.getNamedAttr("units_per_pass", b.getI64IntegerAttr(unitsPerPass)));
-  int64_t threads =
-      phase == "sums" || phase == "output_bias" ? sumThreads : sortThreads;
+  if (phase == "chunk_sums" || phase == "node_sums")
+    fields.push_back(b.getNamedAttr("visits_per_chunk",
+                                    b.getI64IntegerAttr(visitsPerChunk)));
+  if (phase == "chunk_sums")
+    fields.push_back(b.getNamedAttr("max_registers",
+                                    b.getI64IntegerAttr(maxRegisters(phase))));
+  bool sums = phase == "sums" || phase == "chunk_sums" ||
+              phase == "node_sums" || phase == "output_bias";
+  int64_t threads = sums ? sumThreads : sortThreads;
   fields.push_back(b.getNamedAttr("threads", b.getI64IntegerAttr(threads)));
   return b.getDictionaryAttr(fields);
 }
@@ -482,7 +495,16 @@ FailureOr<TreeGradStrategy> fff::selectTreeGradStrategy(const TreeShape &shape,
   if (shape.isLeafMLP())
     strategy.unitsPerPass =
         std::min(kLeafGradMaxUnitsPerPass, shape.hiddenWidth);
+  else {
+    strategy.visitsPerChunk = kTreeGradVisitsPerChunk;
+    strategy.chunkSumRegisters = kTreeGradChunkSumRegisters;
+  }
   return strategy;
+}
+
+int64_t TreeGradStrategy::maxRegisters(StringRef phase) const {
+  return phase == "chunk_sums" ? chunkSumRegisters
+                               : NormStrategy::kMaxRegistersPerThread;
 }
 
 DictionaryAttr ContractionStrategy::toAttr(MLIRContext *context) const {

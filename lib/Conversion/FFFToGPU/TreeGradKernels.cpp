@@ -116,67 +116,186 @@ public:
     });
   }
 
-  /// Block k * N + n: node n of tree k's weight gradients, a thread per
-  /// column, each summing over the node's visits in row order.
-  void sums(Value threadId, Value blockId) {
+  /// Block k * C + c: chunk c of tree k's sorted visits (`visitsPerChunk`
+  /// of them), a run of visits per node in it. A thread per column (of
+  /// dw_in, then dw_out) sums each run's dl * x and act * dy in order; the
+  /// first thread sums its dl (db_in). A node whose visits all lie in the
+  /// chunk gets its gradient rows stored; a run of a node that spans chunks
+  /// is stored as a partial row, the chunk's head (the run that began in an
+  /// earlier chunk) or tail (the run that goes on after it).
+  void chunkSums(Value threadId, Value blockId) {
+    Value chunks = p.chunks;
+    Value tree = arith::DivUIOp::create(b, blockId, chunks);
+    Value chunk = arith::RemUIOp::create(b, blockId, chunks);
+    Value visits = arith::MulIOp::create(b, p.rows, index(levels));
+    Value lo = arith::MulIOp::create(b, chunk, index(s.visitsPerChunk));
+    Value hi = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, lo, index(s.visitsPerChunk)), visits);
+    Value treeStarts = arith::MulIOp::create(b, tree, index(nodes + 1));
+    auto nodeOf = [&](Value m) {
+      auto [row, entry] = visitAt(tree, m);
+      return arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, p.visitNodes, ValueRange{row, entry}));
+    };
+    auto lessThan = [&](Value x, Value y) {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+    };
+    auto whileOp =
+        scf::WhileOp::create(b, TypeRange{b.getIndexType()}, ValueRange{lo});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *before = b.createBlock(&whileOp.getBefore(), {},
+                                    {b.getIndexType()}, {b.getLoc()});
+      Value m = before->getArgument(0);
+      scf::ConditionOp::create(b, lessThan(m, hi), ValueRange{m});
+      Block *after = b.createBlock(&whileOp.getAfter(), {}, {b.getIndexType()},
+                                   {b.getLoc()});
+      Value runStart = after->getArgument(0);
+      Value node = nodeOf(runStart);
+      Value startsAt = arith::AddIOp::create(b, treeStarts, node);
+      Value nodeStart = bucketStart(startsAt);
+      Value nodeEnd = bucketStart(arith::AddIOp::create(b, startsAt, index(1)));
+      Value runEnd = arith::MinUIOp::create(b, nodeEnd, hi);
+      Value beganBefore = lessThan(nodeStart, lo);
+      Value goesOn = lessThan(hi, nodeEnd);
+      Value whole = arith::AndIOp::create(
+          b, arith::XOrIOp::create(b, beganBefore, i1(true)),
+          arith::XOrIOp::create(b, goesOn, i1(true)));
+      // The run's destination: the node's gradient rows, or the chunk's
+      // head or tail partial row.
+      Value row = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, tree, index(nodes)), node);
+      Value slot = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, blockId, index(2)),
+          arith::SelectOp::create(b, beganBefore, index(0), index(1)));
+      Value outWidth = p.outWidth;
+      auto store = [&](Value sum, Value gradient, ValueRange at,
+                       Value partialColumn) {
+        auto choice = scf::IfOp::create(b, whole, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(choice.thenBlock()->getTerminator());
+        memref::StoreOp::create(b, narrow(sum), gradient, at);
+        b.setInsertionPoint(choice.elseBlock()->getTerminator());
+        memref::StoreOp::create(b, sum, p.partials,
+                                ValueRange{slot, partialColumn});
+      };
+      auto runSums = [&](Value width, Value source, Value coefficients,
+                         Value gradient, Value firstPartialColumn) {
+        loop(threadId, width, index(s.sumThreads), {},
+             [&](Value col, ValueRange) {
+               Value sum = loop(runStart, runEnd, index(1), {f32(0.0)},
+                                [&](Value m, ValueRange acc) {
+                                  auto [r, entry] = visitAt(tree, m);
+                                  Value coefficient = memref::LoadOp::create(
+                                      b, coefficients, ValueRange{r, entry});
+                                  Value value = widen(memref::LoadOp::create(
+                                      b, source, ValueRange{r, col}));
+                                  return SmallVector<Value>{math::FmaOp::create(
+                                      b, coefficient, value, acc[0])};
+                                })[0];
+               store(sum, gradient, ValueRange{row, col},
+                     arith::AddIOp::create(b, firstPartialColumn, col));
+               return SmallVector<Value>{};
+             });
+      };
+      runSums(p.inWidth, p.input, p.visitGrads, p.gradInWeights, index(0));
+      runSums(outWidth, p.gradOutput, p.visitActivations, p.gradOutWeights,
+              p.inWidth);
+      if (p.gradInBias)
+        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadId,
+                                     index(0)),
+               [&] {
+                 Value sum = loop(runStart, runEnd, index(1), {f32(0.0)},
+                                  [&](Value m, ValueRange acc) {
+                                    auto [r, entry] = visitAt(tree, m);
+                                    Value dl = memref::LoadOp::create(
+                                        b, p.visitGrads, ValueRange{r, entry});
+                                    return SmallVector<Value>{
+                                        arith::AddFOp::create(b, acc[0], dl)};
+                                  })[0];
+                 store(sum, p.gradInBias, ValueRange{row},
+                       arith::AddIOp::create(b, p.inWidth, outWidth));
+               });
+      scf::YieldOp::create(b, ValueRange{runEnd});
+    }
+  }
+
+  /// Block k * N + n: node n of tree k, a thread per column. A node no row
+  /// visited gets zeros; one whose visits span chunks gets the sum, in
+  /// chunk order, of its first chunk's tail and the later chunks' heads;
+  /// the chunk kernel stored the others' rows.
+  void nodeSums(Value threadId, Value blockId) {
     Value tree = arith::DivUIOp::create(b, blockId, index(nodes));
     Value node = arith::RemUIOp::create(b, blockId, index(nodes));
     Value startsAt = arith::AddIOp::create(
         b, arith::MulIOp::create(b, tree, index(nodes + 1)), node);
-    auto start = [&](Value at) {
-      return arith::IndexCastOp::create(
-          b, b.getIndexType(),
-          memref::LoadOp::create(b, p.bucketStarts, ValueRange{at}));
+    Value begin = bucketStart(startsAt);
+    Value end = bucketStart(arith::AddIOp::create(b, startsAt, index(1)));
+    Value chunkSize = index(s.visitsPerChunk);
+    Value empty =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, begin, end);
+    Value firstChunk = arith::DivUIOp::create(b, begin, chunkSize);
+    Value lastChunk = arith::DivUIOp::create(
+        b,
+        arith::SubIOp::create(b, arith::MaxUIOp::create(b, end, index(1)),
+                              index(1)),
+        chunkSize);
+    Value spans = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                        firstChunk, lastChunk);
+    Value treeChunks = arith::MulIOp::create(b, tree, p.chunks);
+    auto slot = [&](Value chunk, int64_t which) {
+      return arith::AddIOp::create(
+          b,
+          arith::MulIOp::create(b, arith::AddIOp::create(b, treeChunks, chunk),
+                                index(2)),
+          index(which));
     };
-    Value begin = start(startsAt);
-    Value end = start(arith::AddIOp::create(b, startsAt, index(1)));
-    // Visit `m` of the node: its row and its entry in the visit buffers.
-    auto visitAt = [&](Value m) -> std::pair<Value, Value> {
-      Value visit = arith::IndexCastOp::create(
-          b, b.getIndexType(),
-          memref::LoadOp::create(b, p.members, ValueRange{tree, m}));
-      Value row = arith::DivUIOp::create(b, visit, index(levels));
-      Value entry = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, tree, index(levels)),
-          arith::RemUIOp::create(b, visit, index(levels)));
-      return {row, entry};
+    // The node's sum at `partialColumn` of the partial rows, or 0 with no
+    // visits.
+    auto total = [&](Value partialColumn) {
+      auto choice = scf::IfOp::create(b, TypeRange{b.getF32Type()}, empty,
+                                      /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(choice.thenBlock());
+      scf::YieldOp::create(b, ValueRange{f32(0.0)});
+      b.setInsertionPointToStart(choice.elseBlock());
+      Value first = memref::LoadOp::create(
+          b, p.partials, ValueRange{slot(firstChunk, 1), partialColumn});
+      Value sum = loop(
+          arith::AddIOp::create(b, firstChunk, index(1)),
+          arith::AddIOp::create(b, lastChunk, index(1)), index(1), {first},
+          [&](Value chunk, ValueRange acc) {
+            Value head = memref::LoadOp::create(
+                b, p.partials, ValueRange{slot(chunk, 0), partialColumn});
+            return SmallVector<Value>{arith::AddFOp::create(b, acc[0], head)};
+          })[0];
+      scf::YieldOp::create(b, ValueRange{sum});
+      return choice.getResult(0);
     };
-    auto columnSums = [&](Value width, Value source, Value coefficients,
-                          Value gradient) {
-      loop(
-          threadId, width, index(s.sumThreads), {}, [&](Value col, ValueRange) {
-            Value sum = loop(
-                begin, end, index(1), {f32(0.0)}, [&](Value m, ValueRange acc) {
-                  auto [row, entry] = visitAt(m);
-                  Value coefficient = memref::LoadOp::create(
-                      b, coefficients, ValueRange{row, entry});
-                  Value value = widen(
-                      memref::LoadOp::create(b, source, ValueRange{row, col}));
-                  return SmallVector<Value>{
-                      math::FmaOp::create(b, coefficient, value, acc[0])};
-                })[0];
-            memref::StoreOp::create(b, narrow(sum), gradient,
-                                    ValueRange{blockId, col});
-            return SmallVector<Value>{};
-          });
-    };
-    columnSums(p.inWidth, p.input, p.visitGrads, p.gradInWeights);
-    columnSums(p.outWidth, p.gradOutput, p.visitActivations, p.gradOutWeights);
-    if (!p.gradInBias)
-      return;
-    ifThen(
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadId, index(0)),
-        [&] {
-          Value sum = loop(
-              begin, end, index(1), {f32(0.0)}, [&](Value m, ValueRange acc) {
-                auto [row, entry] = visitAt(m);
-                Value dl = memref::LoadOp::create(b, p.visitGrads,
-                                                  ValueRange{row, entry});
-                return SmallVector<Value>{arith::AddFOp::create(b, acc[0], dl)};
-              })[0];
-          memref::StoreOp::create(b, narrow(sum), p.gradInBias,
-                                  ValueRange{blockId});
-        });
+    ifThen(arith::OrIOp::create(b, empty, spans), [&] {
+      auto columns = [&](Value width, Value gradient, Value firstColumn) {
+        loop(threadId, width, index(s.sumThreads), {},
+             [&](Value col, ValueRange) {
+               Value sum = total(arith::AddIOp::create(b, firstColumn, col));
+               memref::StoreOp::create(b, narrow(sum), gradient,
+                                       ValueRange{blockId, col});
+               return SmallVector<Value>{};
+             });
+      };
+      columns(p.inWidth, p.gradInWeights, index(0));
+      columns(p.outWidth, p.gradOutWeights, p.inWidth);
+      if (!p.gradInBias)
+        return;
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadId,
+                                   index(0)),
+             [&] {
+               Value sum =
+                   total(arith::AddIOp::create(b, p.inWidth, p.outWidth));
+               memref::StoreOp::create(b, narrow(sum), p.gradInBias,
+                                       ValueRange{blockId});
+             });
+    });
   }
 
   /// Block leaf * C + c, where C blocks of `sumThreads` cover the wider of
@@ -196,13 +315,8 @@ public:
     Value columnBlock = arith::RemUIOp::create(b, blockId, columnBlocks);
     Value col = arith::AddIOp::create(
         b, arith::MulIOp::create(b, columnBlock, threads), threadId);
-    auto start = [&](Value at) {
-      return arith::IndexCastOp::create(
-          b, b.getIndexType(),
-          memref::LoadOp::create(b, p.bucketStarts, ValueRange{at}));
-    };
-    Value begin = start(leaf);
-    Value end = start(arith::AddIOp::create(b, leaf, index(1)));
+    Value begin = bucketStart(leaf);
+    Value end = bucketStart(arith::AddIOp::create(b, leaf, index(1)));
     auto rowAt = [&](Value m) -> Value {
       return arith::IndexCastOp::create(
           b, b.getIndexType(),
@@ -336,6 +450,25 @@ private:
     });
   }
 
+  /// Visit `m` of `tree`'s sorted visits: its row and its entry in the
+  /// visit buffers.
+  std::pair<Value, Value> visitAt(Value tree, Value m) {
+    Value visit = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, p.members, ValueRange{tree, m}));
+    Value row = arith::DivUIOp::create(b, visit, index(levels));
+    Value entry =
+        arith::AddIOp::create(b, arith::MulIOp::create(b, tree, index(levels)),
+                              arith::RemUIOp::create(b, visit, index(levels)));
+    return {row, entry};
+  }
+  /// bucketStarts[at], as an index.
+  Value bucketStart(Value at) {
+    return arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, p.bucketStarts, ValueRange{at}));
+  }
+
   /// counts[(tree * N + node) * chunks + chunk].
   Value countIndex(Value tree, Value node, Value chunk) {
     Value treeNode = arith::AddIOp::create(
@@ -373,6 +506,7 @@ private:
   }
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   Value i32(int64_t v) { return arith::ConstantIntOp::create(b, v, 32); }
+  Value i1(bool v) { return arith::ConstantIntOp::create(b, v, 1); }
   Value f32(double v) {
     return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
   }
@@ -414,11 +548,18 @@ void fff::emitTreeGradScatter(ImplicitLocOpBuilder &b,
   TreeGradKernelEmitter(b, strategy, problem).scatter(threadId, blockId);
 }
 
-void fff::emitTreeGradSums(ImplicitLocOpBuilder &b,
-                           const TreeGradStrategy &strategy,
-                           const TreeGradProblem &problem, Value threadId,
-                           Value blockId) {
-  TreeGradKernelEmitter(b, strategy, problem).sums(threadId, blockId);
+void fff::emitTreeGradChunkSums(ImplicitLocOpBuilder &b,
+                                const TreeGradStrategy &strategy,
+                                const TreeGradProblem &problem, Value threadId,
+                                Value blockId) {
+  TreeGradKernelEmitter(b, strategy, problem).chunkSums(threadId, blockId);
+}
+
+void fff::emitTreeGradNodeSums(ImplicitLocOpBuilder &b,
+                               const TreeGradStrategy &strategy,
+                               const TreeGradProblem &problem, Value threadId,
+                               Value blockId) {
+  TreeGradKernelEmitter(b, strategy, problem).nodeSums(threadId, blockId);
 }
 
 void fff::emitLeafTreeGradSums(ImplicitLocOpBuilder &b,

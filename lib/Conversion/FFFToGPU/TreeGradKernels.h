@@ -3,9 +3,10 @@
 // The kernels of fff.tree_ffn_grad and fff.leaf_tree_ffn_grad after their
 // walk (TreeGradStrategy in KernelStrategy.h): a stable counting sort of
 // every tree's visits by node (or of the rows by leaf), then each node's (or
-// leaf's) weight gradients summed over its visits in row order, and
-// tree_ffn's db_out. The walk itself is the tree kernel's gradient walk
-// (TreeKernel.h). All are GPU code only: no twins.
+// leaf's) weight gradients summed over its visits in row order (tree_ffn's
+// in chunks of the sorted visits, then per node), and tree_ffn's db_out. The
+// walk itself is the tree kernel's gradient walk (TreeKernel.h). All are GPU
+// code only: no twins.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +47,10 @@ struct TreeGradProblem {
   /// dw_in [K * N, Din], dw_out [K * N, Dout]; db_in [K * N] and db_out
   /// [Dout] or null.
   mlir::Value gradInWeights, gradOutWeights, gradInBias, gradOutBias;
+  /// tree_ffn_grad's chunked sums: the chunks of a tree's sorted visits
+  /// (index), and two f32 partial rows per chunk, head and tail, of
+  /// [dw_in | dw_out | db_in] ([K * chunks * 2, Din + Dout + 1]).
+  mlir::Value chunks, partials;
   /// Index values: the batch, the rows of a chunk, the widths.
   mlir::Value rows, rowsPerChunk, inWidth, outWidth;
 };
@@ -65,12 +70,16 @@ void emitTreeGradScatter(mlir::ImplicitLocOpBuilder &b,
                          const TreeGradStrategy &strategy,
                          const TreeGradProblem &problem, mlir::Value threadId,
                          mlir::Value blockId);
-void emitTreeGradSums(mlir::ImplicitLocOpBuilder &b,
-                      const TreeGradStrategy &strategy,
-                      const TreeGradProblem &problem, mlir::Value threadId,
-                      mlir::Value blockId);
-/// leaf_tree_ffn_grad's sums (see TreeGradStrategy), in place of
-/// emitTreeGradSums and emitTreeGradOutputBias.
+void emitTreeGradChunkSums(mlir::ImplicitLocOpBuilder &b,
+                           const TreeGradStrategy &strategy,
+                           const TreeGradProblem &problem, mlir::Value threadId,
+                           mlir::Value blockId);
+void emitTreeGradNodeSums(mlir::ImplicitLocOpBuilder &b,
+                          const TreeGradStrategy &strategy,
+                          const TreeGradProblem &problem, mlir::Value threadId,
+                          mlir::Value blockId);
+/// leaf_tree_ffn_grad's sums (see TreeGradStrategy), in place of the
+/// chunk and node sums and emitTreeGradOutputBias.
 void emitLeafTreeGradSums(mlir::ImplicitLocOpBuilder &b,
                           const TreeGradStrategy &strategy,
                           const TreeGradProblem &problem, mlir::Value threadId,

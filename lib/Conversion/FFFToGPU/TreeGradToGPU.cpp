@@ -1,6 +1,6 @@
 //===- TreeGradToGPU.cpp - the tree gradient ops to GPU kernels ----------===//
 //
-// The host side of fff.tree_ffn_grad's six launches and of
+// The host side of fff.tree_ffn_grad's seven launches and of
 // fff.leaf_tree_ffn_grad's five (TreeGradStrategy in KernelStrategy.h): the
 // gradient walk, which is the tree kernel's (TreeKernel.h), then the
 // counting sort, the weight sums and tree_ffn's db_out (TreeGradKernels.h).
@@ -72,15 +72,16 @@ void launch(ConversionPatternRewriter &rewriter, ImplicitLocOpBuilder &b,
                               Value, Value, ArrayRef<BlockArgument>)>
                 emitBody) {
   TreeGradProblem k = host;
-  KernelParameters parameters(
-      {&k.input, &k.gradOutput, &k.visitNodes, &k.visitGrads,
-       &k.visitActivations, &k.counts, &k.bucketStarts, &k.members,
-       &k.gradInWeights, &k.gradOutWeights, &k.gradInBias, &k.gradOutBias,
-       &k.rows, &k.rowsPerChunk, &k.inWidth, &k.outWidth});
+  KernelParameters parameters({&k.input, &k.gradOutput, &k.visitNodes,
+                               &k.visitGrads, &k.visitActivations, &k.counts,
+                               &k.bucketStarts, &k.members, &k.gradInWeights,
+                               &k.gradOutWeights, &k.gradInBias, &k.gradOutBias,
+                               &k.partials, &k.rows, &k.rowsPerChunk,
+                               &k.inWidth, &k.outWidth, &k.chunks});
   KernelSpec spec;
   spec.name = name;
   spec.threadsPerBlock = threads;
-  spec.maxRegisters = NormStrategy::kMaxRegistersPerThread;
+  spec.maxRegisters = s.maxRegisters(phase);
   spec.strategy = s.phaseAttr(rewriter.getContext(), phase);
   spec.workgroupBuffers.assign(workgroupBuffers.begin(),
                                workgroupBuffers.end());
@@ -231,11 +232,30 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
     auto constant = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, v);
     };
-    launch(rewriter, b, op, name("sums"), s, p, "sums", constant(trees * nodes),
-           s.sumThreads, {},
+    // The chunks of each tree's sorted visits, and their partial rows.
+    p.chunks = arith::CeilDivUIOp::create(
+        b, arith::MulIOp::create(b, p.rows, constant(levels)),
+        constant(s.visitsPerChunk));
+    p.partials = memref::AllocOp::create(
+        b,
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                        b.getF32Type()),
+        ValueRange{arith::MulIOp::create(b, p.chunks, constant(trees * 2)),
+                   arith::AddIOp::create(
+                       b, arith::AddIOp::create(b, p.inWidth, p.outWidth),
+                       constant(1))});
+    launch(rewriter, b, op, name("chunk_sums"), s, p, "chunk_sums",
+           arith::MulIOp::create(b, p.chunks, constant(trees)), s.sumThreads,
+           {},
            [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
                Value thread, Value block, ArrayRef<BlockArgument>) {
-             emitTreeGradSums(kb, s, kp, thread, block);
+             emitTreeGradChunkSums(kb, s, kp, thread, block);
+           });
+    launch(rewriter, b, op, name("node_sums"), s, p, "node_sums",
+           constant(trees * nodes), s.sumThreads, {},
+           [&](ImplicitLocOpBuilder &kb, const TreeGradProblem &kp,
+               Value thread, Value block, ArrayRef<BlockArgument>) {
+             emitTreeGradNodeSums(kb, s, kp, thread, block);
            });
     if (p.gradOutBias)
       launch(rewriter, b, op, name("output_bias"), s, p, "output_bias",

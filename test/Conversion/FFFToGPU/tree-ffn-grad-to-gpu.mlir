@@ -1,12 +1,14 @@
 // RUN: fff-opt %s --convert-fff-to-gpu --split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fff-opt %s --convert-fff-to-gpu=cpu-twin --split-input-file | FileCheck %s --check-prefix=TWIN
 
-// A tree backward is six launches (TreeGradStrategy): the walk, which is the
-// forward's throughput kernel with dx as its output and w_in's rows as its
-// output rows, storing each visit's node, dl and act(logit) ([B, K * L]
+// A tree backward is seven launches (TreeGradStrategy): the walk, which is
+// the forward's throughput kernel with dx as its output and w_in's rows as
+// its output rows, storing each visit's node, dl and act(logit) ([B, K * L]
 // scratch); a stable counting sort of each tree's visits by node (count,
 // scan, scatter over [K * N * chunks] counts); the weight sums, a block per
-// node; and db_out. No atomics anywhere.
+// chunk of 256 sorted visits (partial rows for nodes that span chunks),
+// then a block per node adding those in chunk order; and db_out. No atomics
+// anywhere.
 // CHECK-LABEL: func @tree_grad
 // CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) : memref<?x6xi32>
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_walk {{.*}} threads in (%c256{{.*}} args({{.*}}, %[[NODES]] : memref<?x6xi32>,
@@ -16,7 +18,10 @@
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_count blocks in (%c2,
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_scan blocks in (%c2
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_scatter blocks in (%c2,
-// CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_sums blocks in (%c14, {{.*}} threads in (%c128
+// CHECK:         %[[CHUNKS:.*]] = arith.ceildivui %{{.*}}, %c256
+// CHECK:         %[[PARTIALS:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_chunk_sums {{.*}} threads in (%c128
+// CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_node_sums blocks in (%c14, {{.*}} threads in (%c128
 // CHECK:         gpu.launch_func @fff_kernels::@tree_ffn_grad_bf16_32x64_depth2_trees2_output_bias
 // CHECK-NOT:     gpu.launch_func
 // CHECK:       gpu.func @tree_ffn_grad_bf16_32x64_depth2_trees2_walk({{.*}}) workgroup({{.*}}) kernel attributes {fff.strategy = {entries_per_token = 6 : i64, grad_output = {steps = 1 : i64, vector_width = 8 : i64, vectors_per_step = 1 : i64}, {{.*}}kind = "warp_per_token", {{.*}}staged_levels = 0 : i64, {{.*}}variant = "throughput"}
@@ -30,9 +35,12 @@
 // CHECK:         gpu.barrier
 // CHECK:         gpu.barrier
 // CHECK:       gpu.func @tree_ffn_grad_bf16_32x64_depth2_trees2_scatter({{.*}}) kernel attributes {fff.strategy = {kind = "tree_grad_scatter", sort_chunks = 256 : i64, threads = 256 : i64}
-// CHECK:       gpu.func @tree_ffn_grad_bf16_32x64_depth2_trees2_sums({{.*}}) kernel attributes {fff.strategy = {kind = "tree_grad_sums", threads = 128 : i64}
+// CHECK:       gpu.func @tree_ffn_grad_bf16_32x64_depth2_trees2_chunk_sums({{.*}}) kernel attributes {fff.strategy = {kind = "tree_grad_chunk_sums", max_registers = 96 : i64, threads = 128 : i64, visits_per_chunk = 256 : i64}
+// CHECK:         scf.while
 // CHECK:         math.fma {{.*}} : f32
 // CHECK:         arith.truncf {{.*}} : f32 to bf16
+// CHECK:       gpu.func @tree_ffn_grad_bf16_32x64_depth2_trees2_node_sums({{.*}}) kernel attributes {fff.strategy = {kind = "tree_grad_node_sums", threads = 128 : i64, visits_per_chunk = 256 : i64}
+// CHECK:         arith.addf {{.*}} : f32
 // CHECK:       gpu.func @tree_ffn_grad_bf16_32x64_depth2_trees2_output_bias({{.*}}) kernel attributes {fff.strategy = {kind = "tree_grad_output_bias", threads = 128 : i64}
 // TWIN-LABEL: func @tree_grad
 // TWIN:         fff.tree_ffn_grad

@@ -4,7 +4,8 @@
 # without b_in and db_out:
 #   - ptxas accepts every kernel for sm_90, with no spills and no stack
 #     frame;
-#   - each op is a walk, count, scan, scatter and sums kernel, and an
+#   - each op is a walk, count, scan, scatter, chunk sums and node sums
+#     kernel, and an
 #     output-bias kernel where db_out is asked for (ops that differ only
 #     in their activation share all but the walk);
 #   - the walk reduces with shfl.sync.bfly and, where the widths allow
@@ -15,7 +16,7 @@
 # REQUIRES: ptxas
 # RUN: %python %s fff-opt fff-translate %ptxas | FileCheck %s
 # CHECK: tree_ffn_grad_bf16_768x768_depth11_walk {{.*}} no spills
-# CHECK: tree_ffn_grad_bf16_768x768_depth11_sums {{.*}} no spills
+# CHECK: tree_ffn_grad_bf16_768x768_depth11_chunk_sums {{.*}} no spills
 # CHECK: all {{[0-9]+}} checks passed
 
 import re
@@ -26,7 +27,7 @@ from ptxcheck import Checks, compile_and_assemble, resource_line, spills
 
 fff_opt, fff_translate, ptxas = sys.argv[1:]
 BYTES = {"f32": 4, "f16": 2, "bf16": 2}
-PHASES = ("walk", "count", "scan", "scatter", "sums")
+PHASES = ("walk", "count", "scan", "scatter", "chunk_sums", "node_sums")
 
 functions, expected = [], []
 
@@ -82,7 +83,7 @@ for prefix, dtype, din, dout, out_bias in expected:
                 check(re.search(r"st\.global\.v4\.(b|f|u)32", kernel) is not None, f"{name}: no 128-bit st.global")
         spilled = spills(report)
         check(spilled == (0, 0, 0), f"{name}: spills or stack: {report}")
-        if phase in ("walk", "sums"):
+        if phase in ("walk", "chunk_sums"):
             print(resource_line(name, report, width=62))
 
 checks.finish()

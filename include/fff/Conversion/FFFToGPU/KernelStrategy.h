@@ -248,10 +248,16 @@ llvm::FailureOr<TreeStrategy> selectTreeStrategy(const TreeShape &shape,
 ///     (node, chunk)'s first slot: a stable counting sort's offsets.
 ///  4. scatter: the count's threads place their chunk's visits, in row
 ///     order, at those slots: each node's visits, in row order.
-///  5. sums: a block per node, a thread per column (`sumThreads`), sums
-///     dl * x and act * dy over the node's visits in row order into
-///     dw_in and dw_out; one thread sums db_in.
-///  6. output bias: a thread per column sums dy over the rows, in row order.
+///  5. chunk sums: the sorted visits are cut into chunks of
+///     `visitsPerChunk`, a block each, so that no block sums more than that
+///     however many rows visit one node (the root: all of them). A thread
+///     per column (`sumThreads`) sums dl * x and act * dy over each node's
+///     run of visits in the chunk, in row order, into dw_in and dw_out
+///     where the node's visits all lie in the chunk, else into the chunk's
+///     head or tail partial row; one thread sums db_in.
+///  6. node sums: a block per node adds a spanning node's partial rows in
+///     chunk order, and gives a node no row visited zeros.
+///  7. output bias: a thread per column sums dy over the rows, in row order.
 ///
 /// fff.leaf_tree_ffn_grad takes the same steps with leaves for nodes and one
 /// visit a row: the walk is the leaf forward kernel's, which then takes
@@ -266,6 +272,13 @@ struct TreeGradStrategy {
   int64_t sortChunks;
   int64_t sortThreads;
   int64_t sumThreads;
+  /// tree_ffn_grad: sorted visits a chunk sums block takes, and that
+  /// kernel's register budget (the other kernels take the norms' 64).
+  int64_t visitsPerChunk = 0;
+  int64_t chunkSumRegisters = 0;
+
+  /// The register budget of the kernel `phase`.
+  int64_t maxRegisters(llvm::StringRef phase) const;
   /// leaf_tree_ffn_grad: units a sums pass takes (the last pass the rest);
   /// 0 for tree_ffn_grad.
   int64_t unitsPerPass = 0;
