@@ -276,15 +276,15 @@ struct TreeGradStrategy {
   /// kernel's register budget (the other kernels take the norms' 64).
   int64_t visitsPerChunk = 0;
   int64_t chunkSumRegisters = 0;
-
-  /// The register budget of the kernel `phase`.
-  int64_t maxRegisters(llvm::StringRef phase) const;
   /// leaf_tree_ffn_grad: units a sums pass takes (the last pass the rest);
   /// 0 for tree_ffn_grad.
   int64_t unitsPerPass = 0;
 
-  /// The strategy of the kernel `phase` (count, scan, scatter, sums,
-  /// output_bias) records; the walk records `walk`'s.
+  /// The register budget of the kernel `phase`.
+  int64_t maxRegisters(llvm::StringRef phase) const;
+  /// The strategy of the kernel `phase` (count, scan, scatter, chunk_sums,
+  /// node_sums, output_bias; sums for a leaf tree) records; the walk
+  /// records `walk`'s.
   mlir::DictionaryAttr phaseAttr(mlir::MLIRContext *context,
                                  llvm::StringRef phase) const;
 };
