@@ -420,22 +420,14 @@ def test_leaf_tree_backward_on_the_emulator_is_fastfeedforwards_hard_training(la
     """fff::leaf_tree_ffn_backward with emulate_cuda against autograd
     through the fastfeedforward package's training forward with hard
     decisions."""
-    fastfeedforward = pytest.importorskip("fastfeedforward", reason="the fastfeedforward package is not installed")
+    from test_torch_leaf_tree_training import fastfeedforward_pair, hard_training_gradients
     torch.manual_seed(14)
-    theirs = fastfeedforward.FFF(40, 12, 24, depth=3, activation=torch.nn.GELU()).train()
-    with torch.no_grad():
-        theirs.b2s.uniform_(-1, 1)
-    ours = fff.torch.LeafTreeFFN.from_fastfeedforward(theirs)
-    with torch.no_grad():  # the training forward adds b2s; the eval one does not
-        ours.b2.copy_(theirs.b2s)
+    theirs, ours = fastfeedforward_pair(40, 12, 24, 3, torch.nn.GELU())
     x, dy = torch.randn(89, 40), torch.randn(89, 24)
     weights = [p.detach() for p in ours.parameters()]
     got = torch.ops.fff.leaf_tree_ffn_backward(dy, x, *weights, ours.depth, ours.activation, emulate_cuda=True)
     assert any(name.startswith("leaf_tree_ffn_grad") for name in launches()), launches()
-    x_theirs = x.clone().requires_grad_()
-    expected = torch.autograd.grad(theirs.training_forward(x_theirs, use_hard_decisions=True),
-                                   [x_theirs, theirs.node_weights, theirs.node_biases, theirs.w1s, theirs.b1s,
-                                    theirs.w2s, theirs.b2s], dy)
+    expected = hard_training_gradients(theirs, x, dy)
     for name, g, e in zip(["x", "node_w", "node_b", "w1", "b1", "w2", "b2"], got, expected):
         if name.startswith("node"):
             assert not g.any() and not e.any(), name

@@ -76,24 +76,39 @@ def test_leaf_gradients_are_the_hard_routed_ones(dtype, activation, depth, din, 
             assert relative_error(got, want) < TOLERANCE[dtype], name
 
 
-def test_leaf_gradients_equal_fastfeedforwards_hard_training_forward():
+def fastfeedforward_pair(din, width, dout, depth, activation):
+    """A fastfeedforward.FFF in training mode with nonzero b2s, and the
+    LeafTreeFFN converted from it (b2 included, which its training forward
+    adds and its eval forward does not); skips without the package."""
     fastfeedforward = pytest.importorskip("fastfeedforward", reason="the fastfeedforward package is not installed")
-    torch.manual_seed(4)
-    theirs = fastfeedforward.FFF(20, 6, 11, depth=4, activation=torch.nn.ReLU()).train()
+    theirs = fastfeedforward.FFF(din, width, dout, depth=depth, activation=activation).train()
     with torch.no_grad():
         theirs.b2s.uniform_(-1, 1)
     ours = fff.torch.LeafTreeFFN.from_fastfeedforward(theirs)
-    with torch.no_grad():  # the training forward adds b2s; the eval one does not
+    with torch.no_grad():
         ours.b2.copy_(theirs.b2s)
+    return theirs, ours
+
+
+def hard_training_gradients(theirs, x, dy):
+    """x's and every weight's gradient through fastfeedforward's training
+    forward with hard decisions, in LeafTreeFFN's parameter order. Its hard
+    decisions round sigmoid(score): only a score of exactly 0 routes
+    differently (left there, right in the op)."""
+    x = x.clone().requires_grad_()
+    return torch.autograd.grad(theirs.training_forward(x, use_hard_decisions=True),
+                               [x, theirs.node_weights, theirs.node_biases, theirs.w1s, theirs.b1s, theirs.w2s,
+                                theirs.b2s], dy)
+
+
+def test_leaf_gradients_equal_fastfeedforwards_hard_training_forward():
+    torch.manual_seed(4)
+    theirs, ours = fastfeedforward_pair(20, 6, 11, 4, torch.nn.ReLU())
     x = torch.randn(97, 20)
     dy = torch.randn(97, 11)
-    x_ours, x_theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    x_ours = x.clone().requires_grad_()
     got = torch.autograd.grad(ours(x_ours), [x_ours, *ours.parameters()], dy)
-    # Its hard decisions round sigmoid(score): only a score of exactly 0
-    # routes differently (left there, right in the op); none is here.
-    expected = torch.autograd.grad(theirs.training_forward(x_theirs, use_hard_decisions=True),
-                                   [x_theirs, theirs.node_weights, theirs.node_biases, theirs.w1s, theirs.b1s,
-                                    theirs.w2s, theirs.b2s], dy)
+    expected = hard_training_gradients(theirs, x, dy)  # no score is exactly 0 here
     for name, g, e in zip(["x", "node_w", "node_b", "w1", "b1", "w2", "b2"], got, expected):
         if name.startswith("node"):
             assert not g.any() and not e.any(), name

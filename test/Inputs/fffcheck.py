@@ -324,6 +324,52 @@ def stable_leaf_inputs(rng, rows, din, dtype, node_w, node_b, depth):
                          lambda x: leaf_tree_ffn_paths(x, node_w, node_b, *no_leaves, depth, "identity")[2])
 
 
+def random_leaf_grad_inputs(rng, dtype, rows, din, width, dout, depth):
+    """leaf_tree_ffn_grad's operands (dy, x, node_w, node_b, w1, b1, w2) on
+    random data scaled to O(1) scores and outputs, x's routing clear of
+    rounding: as stored (for fff-run or the emulator), and as the float64
+    values they hold."""
+    leaves = 2**depth
+    nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
+    nb = quantize(rng.standard_normal(leaves - 1) * 0.3, dtype)
+    w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
+    b1 = quantize(rng.standard_normal((leaves, width)) * 0.3, dtype)
+    w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
+    x = stable_leaf_inputs(rng, rows, din, dtype, nw[1], nb[1], depth)
+    dy = quantize(rng.standard_normal((rows, dout)), dtype)
+    operands = [dy, x, nw, nb, w1, b1, w2]
+    return [stored for stored, _ in operands], [value for _, value in operands]
+
+
+# A leaf tree of depth 1 (Din 4, W 3, Dout 2) and one row whose root score
+# is exactly 0 (x . node_w[0] = 1 - 1, node_b = 0), which routes right: the
+# row reaches leaf 1, leaf 0 gets nothing.
+LEAF_TIE_WIDTHS = (4, 3, 2)
+
+
+def leaf_tie_inputs(rng):
+    """f32 (dy, x, node_w, node_b, w1, b1, w2) of that tie."""
+    din, width, dout = LEAF_TIE_WIDTHS
+    node_w = np.array([[1, -1, 0, 0]], np.float32)
+    node_b = np.zeros(1, np.float32)
+    w1 = rng.standard_normal((2, din, width)).astype(np.float32)
+    b1 = rng.standard_normal((2, width)).astype(np.float32)
+    w2 = rng.standard_normal((2, width, dout)).astype(np.float32)
+    x = np.array([[0.75, 0.75, 0.5, -0.25]], np.float32)
+    dy = rng.standard_normal((1, dout)).astype(np.float32)
+    return [dy, x, node_w, node_b, w1, b1, w2]
+
+
+def check_leaf_tie(check, label, inputs, got):
+    """The tie's gradients `got` (dx, dw1, db1, dw2, db2, identity
+    activation): dx the reference's, leaf 1's weights the only ones with a
+    gradient."""
+    want = leaf_tree_ffn_grad_ref(*(a.astype(np.float64) for a in inputs), 1, "identity")
+    check.close(f"{label}: dx", got[0], want[0], 2e-5)
+    check.equal(f"{label}: the right leaf gets the gradient, the left none",
+                not got[1][0].any() and got[1][1].any() and np.array_equal(got[4][0], [0, 0]), True)
+
+
 # Functions of one tree layer, as the numeric tests run them.
 def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias, name="f"):
     """@name(x, w_in[, b_in], w_out[, b_out]) -> tree_ffn; `dynamic` leaves

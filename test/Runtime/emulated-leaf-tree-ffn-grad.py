@@ -31,8 +31,9 @@ import numpy as np
 
 import emulated
 from emulated import Device
-from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_function, leaf_tree_ffn_grad_function,
-                      leaf_tree_ffn_grad_ref, quantize, stable_leaf_inputs)
+from fffcheck import (LEAF_TIE_WIDTHS, TOLERANCE, Checker, check_leaf_tie, dequantize, leaf_tie_inputs,
+                      leaf_tree_ffn_function, leaf_tree_ffn_grad_function, leaf_tree_ffn_grad_ref,
+                      random_leaf_grad_inputs)
 
 emulator, aot, work = sys.argv[1:]
 os.environ["FFF_CUDA_DRIVER"] = emulator
@@ -74,7 +75,7 @@ def grad_function(dtype, din, width, dout, depth, activation, static):
 FORWARD = "fwd_noise"
 NOISE = ("f32", 64, 4, 64, 3, "gelu")  # (dtype, Din, W, Dout, depth, activation)
 functions = [grad_function(*c) for c in CASES]
-functions.append(leaf_tree_ffn_grad_function("f32", None, 4, 3, 2, 1, "identity", True, name="lg_tie"))
+functions.append(leaf_tree_ffn_grad_function("f32", None, *LEAF_TIE_WIDTHS, 1, "identity", True, name="lg_tie"))
 functions.append(leaf_tree_ffn_grad_function(NOISE[0], None, *NOISE[1:], True, name="lg_noise"))
 functions.append(leaf_tree_ffn_function(FORWARD, NOISE[0], None, *NOISE[1:], True))
 library = emulated.build(aot, work, "leaf_tree_grads", functions)
@@ -92,14 +93,7 @@ def check_case(dtype, din, width, dout, depth, activation, static, rows, repeat=
     name = case_name(dtype, din, width, dout, depth, activation, static)
     leaves = 2**depth
     storage = STORAGE[dtype]
-    nw_arr, nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
-    nb_arr, nb = quantize(rng.standard_normal(leaves - 1) * 0.3, dtype)
-    w1_arr, w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
-    b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.3, dtype)
-    w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
-    x_arr, x = stable_leaf_inputs(rng, rows, din, dtype, nw, nb, depth)
-    dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
-    inputs = [dy_arr, x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr]
+    inputs, values = random_leaf_grad_inputs(rng, dtype, rows, din, width, dout, depth)
     outputs = [((rows, din), storage), ((leaves, din, width), storage), ((leaves, width), storage),
                ((leaves, width, dout), storage), ((leaves, dout), storage)]
     got = run(name, inputs, outputs)
@@ -110,7 +104,7 @@ def check_case(dtype, din, width, dout, depth, activation, static, rows, repeat=
         if again is not None:
             check.equal(f"{name} B={rows}: the same bits again", [a.tobytes() for a in again],
                         [a.tobytes() for a in got])
-    expected = leaf_tree_ffn_grad_ref(dy, x, nw, nb, w1, b1, w2, depth, activation)
+    expected = leaf_tree_ffn_grad_ref(*values, depth, activation)
     for what, want, actual in zip(("dx", "dw1", "db1", "dw2", "db2"), expected, got):
         actual = dequantize(actual, dtype)
         if rows == 0:
@@ -132,24 +126,13 @@ for c in CASES:
         # More rows than the sort's 256 chunks: chunks of two rows.
         check_case(*c, 300, repeat=c[0] == "f32" and c[4] == 6)
 
-# A root score of exactly 0 routes right: x . node_w[0] = 1 - 1 = 0, node_b
-# = 0. The row reaches leaf 1; leaf 0 gets nothing.
-din, width, dout = 4, 3, 2
-node_w = np.array([[1, -1, 0, 0]], np.float32)
-node_b = np.zeros(1, np.float32)
-w1 = rng.standard_normal((2, din, width)).astype(np.float32)
-b1 = rng.standard_normal((2, width)).astype(np.float32)
-w2 = rng.standard_normal((2, width, dout)).astype(np.float32)
-x = np.array([[0.75, 0.75, 0.5, -0.25]], np.float32)
-dy = rng.standard_normal((1, dout)).astype(np.float32)
-tie = run("lg_tie", [dy, x, node_w, node_b, w1, b1, w2],
-          [((1, din), np.float32), ((2, din, width), np.float32), ((2, width), np.float32),
-           ((2, width, dout), np.float32), ((2, dout), np.float32)])
+# A root score of exactly 0 routes right, as in the forward.
+tie_inputs = leaf_tie_inputs(rng)
+din, width, dout = LEAF_TIE_WIDTHS
+tie = run("lg_tie", tie_inputs, [((1, din), np.float32), ((2, din, width), np.float32), ((2, width), np.float32),
+                                 ((2, width, dout), np.float32), ((2, dout), np.float32)])
 if tie is not None:
-    want = leaf_tree_ffn_grad_ref(*(a.astype(np.float64) for a in (dy, x, node_w, node_b, w1, b1, w2)), 1, "identity")
-    check.close("tie at 0: dx", tie[0], want[0], 2e-5)
-    check.equal("tie at 0: the right leaf gets the gradient, the left none",
-                not tie[1][0].any() and tie[1][1].any() and np.array_equal(tie[4][0], [0, 0]), True)
+    check_leaf_tie(check, "tie at 0", tie_inputs, tie)
 
 # Rows in the null space of every routing row: each score is the rounding
 # noise of a dot product that is 0 in exact arithmetic (no node_b), so only

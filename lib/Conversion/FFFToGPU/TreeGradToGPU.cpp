@@ -163,45 +163,73 @@ void replaceWithBuffers(ConversionPatternRewriter &rewriter,
   rewriter.replaceOp(op, tensors);
 }
 
-struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Views of weight and result tensors as the kernels index them.
+const SmallVector<ReassociationIndices> kMatrix{{0}, {1}};
+const SmallVector<ReassociationIndices> kWeightRows{{0, 1}, {2}};
+
+/// A [rows, columns] scratch buffer of `type`, a row per row of the batch.
+Value allocPerRow(ImplicitLocOpBuilder &b, Value rows, int64_t columns,
+                  Type type) {
+  return memref::AllocOp::create(
+      b, MemRefType::get({ShapedType::kDynamic, columns}, type),
+      ValueRange{rows});
+}
+
+/// What the lowerings of both tree gradient ops share: the strategy for the
+/// op's shape (no match, with the reason, where no kernel takes it), and x
+/// and dy as the kernels see them, with the batch and the widths.
+template <typename Op> struct TreeGradToGPUPattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using OpAdaptor = typename Op::Adaptor;
 
   LogicalResult
-  matchAndRewrite(TreeFFNGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  matchAndRewrite(Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
     std::string whyNot;
     FailureOr<TreeShape> shape = treeShapeOf(op, whyNot);
     FailureOr<TreeGradStrategy> strategy = strategyFor(shape, whyNot);
     if (failed(strategy))
       return rewriter.notifyMatchFailure(op, whyNot);
-    const TreeGradStrategy &s = *strategy;
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Type elementType = shape->elementType;
-    int64_t trees = shape->trees, levels = shape->levels;
-    int64_t nodes = op.getNumNodes();
-    const SmallVector<ReassociationIndices> matrix{{0}, {1}};
-    const SmallVector<ReassociationIndices> weightRows{{0, 1}, {2}};
-
-    // Operands and results as the kernels see them.
     TreeGradProblem p;
-    p.trees = trees;
-    p.nodesPerTree = nodes;
-    p.levels = levels;
-    p.elementType = elementType;
-    p.input = collapsedBuffer(b, adaptor.getInput(), matrix);
-    p.gradOutput = collapsedBuffer(b, adaptor.getGradOutput(), matrix);
+    p.elementType = shape->elementType;
+    p.input = collapsedBuffer(b, adaptor.getInput(), kMatrix);
+    p.gradOutput = collapsedBuffer(b, adaptor.getGradOutput(), kMatrix);
     p.rows = memref::DimOp::create(b, p.input, 0);
     p.inWidth = memref::DimOp::create(b, p.input, 1);
     p.outWidth = memref::DimOp::create(b, p.gradOutput, 1);
-    Value wIn = collapsedBuffer(b, adaptor.getWIn(), weightRows);
-    Value wOut = collapsedBuffer(b, adaptor.getWOut(), weightRows);
+    lower(op, adaptor, rewriter, b, *shape, *strategy, p);
+    return success();
+  }
+
+  /// Replaces `op` by its kernels' launches, given `p`'s row side.
+  virtual void lower(Op op, OpAdaptor adaptor,
+                     ConversionPatternRewriter &rewriter,
+                     ImplicitLocOpBuilder &b, const TreeShape &shape,
+                     const TreeGradStrategy &s, TreeGradProblem &p) const = 0;
+};
+
+struct TreeFFNGradToGPU : TreeGradToGPUPattern<TreeFFNGradOp> {
+  using TreeGradToGPUPattern::TreeGradToGPUPattern;
+
+  void lower(TreeFFNGradOp op, OpAdaptor adaptor,
+             ConversionPatternRewriter &rewriter, ImplicitLocOpBuilder &b,
+             const TreeShape &shape, const TreeGradStrategy &s,
+             TreeGradProblem &p) const override {
+    int64_t trees = shape.trees, levels = shape.levels;
+    int64_t nodes = op.getNumNodes();
+    p.trees = trees;
+    p.nodesPerTree = nodes;
+    p.levels = levels;
+    Value wIn = collapsedBuffer(b, adaptor.getWIn(), kWeightRows);
+    Value wOut = collapsedBuffer(b, adaptor.getWOut(), kWeightRows);
 
     Value dx = allocLike(b, op.getGradInput().getType(), adaptor.getInput());
     Value dwIn = allocLike(b, op.getGradWIn().getType(), adaptor.getWIn());
     Value dwOut = allocLike(b, op.getGradWOut().getType(), adaptor.getWOut());
     SmallVector<Value> results{dx, dwIn, dwOut};
-    p.gradInWeights = collapse(b, dwIn, weightRows);
-    p.gradOutWeights = collapse(b, dwOut, weightRows);
+    p.gradInWeights = collapse(b, dwIn, kWeightRows);
+    p.gradOutWeights = collapse(b, dwOut, kWeightRows);
     if (Value dbIn = op.getBInGrad()) {
       results.push_back(allocLike(b, dbIn.getType(), adaptor.getBIn()));
       p.gradInBias = collapse(b, results.back(), {{0, 1}});
@@ -212,20 +240,14 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
       if (type.isDynamicDim(0))
         sizes.push_back(p.outWidth);
       results.push_back(memref::AllocOp::create(
-          b, MemRefType::get(type.getShape(), elementType), sizes));
+          b, MemRefType::get(type.getShape(), p.elementType), sizes));
       p.gradOutBias = results.back();
     }
 
-    // Scratch: the visits, the counts and the sorted visits.
-    int64_t visitsPerRow = trees * levels;
-    auto visits = [&](Type type) -> Value {
-      return memref::AllocOp::create(
-          b, MemRefType::get({ShapedType::kDynamic, visitsPerRow}, type),
-          ValueRange{p.rows});
-    };
-    p.visitNodes = visits(b.getI32Type());
-    p.visitGrads = visits(b.getF32Type());
-    p.visitActivations = visits(b.getF32Type());
+    // Scratch: each row's visits.
+    p.visitNodes = allocPerRow(b, p.rows, trees * levels, b.getI32Type());
+    p.visitGrads = allocPerRow(b, p.rows, trees * levels, b.getF32Type());
+    p.visitActivations = allocPerRow(b, p.rows, trees * levels, b.getF32Type());
     launchWalk(rewriter, op, s, p, adaptor, wIn, wOut, dx);
     auto name = [&](StringRef phase) { return kernelName(op, phase); };
     sortVisits(rewriter, b, op, name, s, p);
@@ -267,7 +289,6 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
              });
 
     replaceWithBuffers(rewriter, b, op, results);
-    return success();
   }
 
   /// The walk: the forward's throughput kernel in its gradient form, over
@@ -303,38 +324,22 @@ struct TreeFFNGradToGPU : OpConversionPattern<TreeFFNGradOp> {
 
 /// fff.leaf_tree_ffn_grad: the walk, the sort of the rows by leaf, and the
 /// leaves' sums.
-struct LeafTreeFFNGradToGPU : OpConversionPattern<LeafTreeFFNGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LeafTreeFFNGradToGPU : TreeGradToGPUPattern<LeafTreeFFNGradOp> {
+  using TreeGradToGPUPattern::TreeGradToGPUPattern;
 
-  LogicalResult
-  matchAndRewrite(LeafTreeFFNGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    std::string whyNot;
-    FailureOr<TreeShape> shape = treeShapeOf(op, whyNot);
-    FailureOr<TreeGradStrategy> strategy = strategyFor(shape, whyNot);
-    if (failed(strategy))
-      return rewriter.notifyMatchFailure(op, whyNot);
-    const TreeGradStrategy &s = *strategy;
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    const SmallVector<ReassociationIndices> matrix{{0}, {1}};
-    const SmallVector<ReassociationIndices> weightRows{{0, 1}, {2}};
-    int64_t width = shape->hiddenWidth;
+  void lower(LeafTreeFFNGradOp op, OpAdaptor adaptor,
+             ConversionPatternRewriter &rewriter, ImplicitLocOpBuilder &b,
+             const TreeShape &shape, const TreeGradStrategy &s,
+             TreeGradProblem &p) const override {
+    int64_t width = shape.hiddenWidth;
     auto name = [&](StringRef phase) {
-      return treeOpKernelName(op, shape->elementType, shape->inWidth,
-                              shape->outWidth, /*trees=*/1, phase);
+      return treeOpKernelName(op, shape.elementType, shape.inWidth,
+                              shape.outWidth, /*trees=*/1, phase);
     };
-
-    TreeGradProblem p;
     p.trees = 1;
     p.nodesPerTree = op.getNumLeaves();
     p.levels = 1;
     p.hiddenWidth = width;
-    p.elementType = shape->elementType;
-    p.input = collapsedBuffer(b, adaptor.getInput(), matrix);
-    p.gradOutput = collapsedBuffer(b, adaptor.getGradOutput(), matrix);
-    p.rows = memref::DimOp::create(b, p.input, 0);
-    p.inWidth = memref::DimOp::create(b, p.input, 1);
-    p.outWidth = memref::DimOp::create(b, p.gradOutput, 1);
 
     Value dx = allocLike(b, op.getGradInput().getType(), adaptor.getInput());
     Value dw1 = allocLike(b, op.getGradW1().getType(), adaptor.getW1());
@@ -345,19 +350,14 @@ struct LeafTreeFFNGradToGPU : OpConversionPattern<LeafTreeFFNGradOp> {
     Value db2 = memref::AllocOp::create(
         b, MemRefType::get(db2Type.getShape(), db2Type.getElementType()),
         db2Type.isDynamicDim(1) ? ValueRange{p.outWidth} : ValueRange{});
-    p.gradInWeights = collapse(b, dw1, weightRows);
+    p.gradInWeights = collapse(b, dw1, kWeightRows);
     p.gradInBias = collapse(b, db1, {{0, 1}});
-    p.gradOutWeights = collapse(b, dw2, weightRows);
+    p.gradOutWeights = collapse(b, dw2, kWeightRows);
     p.gradOutBias = db2;
 
-    auto perRow = [&](int64_t columns, Type type) -> Value {
-      return memref::AllocOp::create(
-          b, MemRefType::get({ShapedType::kDynamic, columns}, type),
-          ValueRange{p.rows});
-    };
-    p.visitNodes = perRow(1, b.getI32Type());
-    p.visitGrads = perRow(width, b.getF32Type());
-    p.visitActivations = perRow(width, b.getF32Type());
+    p.visitNodes = allocPerRow(b, p.rows, 1, b.getI32Type());
+    p.visitGrads = allocPerRow(b, p.rows, width, b.getF32Type());
+    p.visitActivations = allocPerRow(b, p.rows, width, b.getF32Type());
 
     TreeProblem walk;
     walk.activation = op.getActivation();
@@ -367,17 +367,17 @@ struct LeafTreeFFNGradToGPU : OpConversionPattern<LeafTreeFFNGradOp> {
     walk.hiddenWidth = width;
     walk.elementType = p.elementType;
     walk.input = p.input;
-    walk.routeWeights = collapsedBuffer(b, adaptor.getNodeW(), matrix);
+    walk.routeWeights = collapsedBuffer(b, adaptor.getNodeW(), kMatrix);
     walk.routeBias = collapsedBuffer(b, adaptor.getNodeB(), {{0}});
-    walk.hiddenWeights = collapsedBuffer(b, adaptor.getW1(), weightRows);
-    walk.hiddenBias = collapsedBuffer(b, adaptor.getB1(), matrix);
+    walk.hiddenWeights = collapsedBuffer(b, adaptor.getW1(), kWeightRows);
+    walk.hiddenBias = collapsedBuffer(b, adaptor.getB1(), kMatrix);
     walk.output = dx;
     walk.rows = p.rows;
     walk.inWidth = walk.outWidth = p.inWidth;
-    walk.staticInWidth = walk.staticOutWidth = shape->inWidth;
+    walk.staticInWidth = walk.staticOutWidth = shape.inWidth;
     walk.gradient = {
-        p.gradOutput,      collapsedBuffer(b, adaptor.getW2(), weightRows),
-        p.outWidth,        shape->outWidth,
+        p.gradOutput,      collapsedBuffer(b, adaptor.getW2(), kWeightRows),
+        p.outWidth,        shape.outWidth,
         p.visitNodes,      p.visitGrads,
         p.visitActivations};
     launchGradientWalk(rewriter, op, name("walk"), s, walk);
@@ -397,7 +397,6 @@ struct LeafTreeFFNGradToGPU : OpConversionPattern<LeafTreeFFNGradOp> {
              emitLeafTreeGradSums(kb, s, kp, thread, block);
            });
     replaceWithBuffers(rewriter, b, op, {dx, dw1, db1, dw2, db2});
-    return success();
   }
 };
 

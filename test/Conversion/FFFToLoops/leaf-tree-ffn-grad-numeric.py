@@ -20,8 +20,8 @@ import sys
 
 import numpy as np
 
-from fffcheck import (TOLERANCE, Checker, dequantize, leaf_tree_ffn_grad_function, leaf_tree_ffn_grad_ref,
-                      quantize, stable_leaf_inputs)
+from fffcheck import (LEAF_TIE_WIDTHS, TOLERANCE, Checker, check_leaf_tie, dequantize, leaf_tie_inputs,
+                      leaf_tree_ffn_grad_function, leaf_tree_ffn_grad_ref, random_leaf_grad_inputs)
 from fffcheck import run as fffcheck_run
 
 rng = np.random.default_rng(28)
@@ -34,18 +34,10 @@ def run(mlir, func, args, count, extra_flags=()):
 
 
 def case(dtype, rows, din, width, dout, depth, activation="relu", dynamic=True):
-    leaves = 2**depth
-    nw_arr, nw = quantize(rng.standard_normal((leaves - 1, din)) / np.sqrt(din), dtype)
-    nb_arr, nb = quantize(rng.standard_normal(leaves - 1) * 0.3, dtype)
-    w1_arr, w1 = quantize(rng.standard_normal((leaves, din, width)) / np.sqrt(din), dtype)
-    b1_arr, b1 = quantize(rng.standard_normal((leaves, width)) * 0.3, dtype)
-    w2_arr, w2 = quantize(rng.standard_normal((leaves, width, dout)) / np.sqrt(width), dtype)
-    x_arr, x = stable_leaf_inputs(rng, rows, din, dtype, nw, nb, depth)
-    dy_arr, dy = quantize(rng.standard_normal((rows, dout)), dtype)
-    args = [dy_arr, x_arr, nw_arr, nb_arr, w1_arr, b1_arr, w2_arr]
+    args, values = random_leaf_grad_inputs(rng, dtype, rows, din, width, dout, depth)
     mlir = leaf_tree_ffn_grad_function(dtype, rows, din, width, dout, depth, activation, dynamic)
     results = run(mlir, "grad", args, 5)
-    expected = leaf_tree_ffn_grad_ref(dy, x, nw, nb, w1, b1, w2, depth, activation)
+    expected = leaf_tree_ffn_grad_ref(*values, depth, activation)
     name = f"{dtype} B={rows} Din={din} W={width} Dout={dout} depth={depth} {activation}"
     for what, want, got in zip(("dx", "dw1", "db1", "dw2", "db2"), expected, results):
         check.close(f"leaf_tree_ffn_grad {what} {name}", dequantize(got, dtype), want, TOLERANCE[dtype])
@@ -76,20 +68,8 @@ three = run(mlir, "grad", args, 5, extra_flags=["--threads", "3"])
 check.equal("leaf_tree_ffn_grad 1 and 3 threads give the same bits",
             all(np.array_equal(a, b) for a, b in zip(one, three)), True)
 
-# A root score of exactly 0 routes right: x . node_w[0] = 1 - 1 = 0, node_b
-# = 0. The row reaches leaf 1; leaf 0 gets nothing.
-din, width, dout = 4, 3, 2
-node_w = np.array([[1, -1, 0, 0]], np.float32)
-node_b = np.zeros(1, np.float32)
-w1 = rng.standard_normal((2, din, width)).astype(np.float32)
-b1 = rng.standard_normal((2, width)).astype(np.float32)
-w2 = rng.standard_normal((2, width, dout)).astype(np.float32)
-x = np.array([[0.75, 0.75, 0.5, -0.25]], np.float32)
-dy = rng.standard_normal((1, dout)).astype(np.float32)
-tie = leaf_tree_ffn_grad_function("f32", 1, din, width, dout, 1, "identity", True)
-got = run(tie, "grad", [dy, x, node_w, node_b, w1, b1, w2], 5)
-want = leaf_tree_ffn_grad_ref(*(a.astype(np.float64) for a in (dy, x, node_w, node_b, w1, b1, w2)), 1, "identity")
-check.close("leaf_tree_ffn_grad tie at 0: dx", got[0], want[0], 2e-5)
-check.equal("leaf_tree_ffn_grad tie at 0: the right leaf gets the gradient, the left none",
-            not got[1][0].any() and got[1][1].any() and np.array_equal(got[4][0], [0, 0]), True)
+# A root score of exactly 0 routes right, as in the forward.
+tie_inputs = leaf_tie_inputs(rng)
+tie = leaf_tree_ffn_grad_function("f32", 1, *LEAF_TIE_WIDTHS, 1, "identity", True)
+check_leaf_tie(check, "leaf_tree_ffn_grad tie at 0", tie_inputs, run(tie, "grad", tie_inputs, 5))
 check.finish()
