@@ -11,6 +11,11 @@ scenarios the corpus does not run, each against eager:
                both shapes: every parameter's and float input's gradient
   train-eager  the same with the eager fallback
   train-bf16   train-ind on the model and inputs in bf16
+  train-drop   a training step with dropout on (p 0.1 wherever the config
+               has a dropout), against plain Inductor (not eager: eager
+               draws other masks) from the same seed: fff's backward fuses
+               dropout masks, and its graphs must consume the generator as
+               Inductor's do
   generate     greedy generate() with the KV cache, forward compiled
                (causal LMs only; the decode steps are one token wide):
                the tokens and every step's logits against eager
@@ -21,8 +26,9 @@ and say so. Too slow for CI (about 1.5 hours for every family and the
 scenarios infer, train-ind and gradfwd on 2 cores); run it by hand:
 
     PYTHONPATH=build/python build/venv/bin/python scripts/transformers-wide.py \
-        [--scenario infer,train-ind,gradfwd] [--plain] [--emulate-cuda] [FAMILY ...]
+        [--scenario infer,train-ind,gradfwd] [--plain] [--emulate-cuda] [--corpus] [FAMILY ...]
 
+FAMILY may name the corpus's families too; --corpus adds all of them.
 --plain compiles with the fallback alone (backend="inductor"), to tell the
 baseline's own disagreement with eager from fff's; --emulate-cuda runs the
 backend's CUDA path on fff's PTX emulator (FFF_CUDA_DRIVER). The
@@ -268,6 +274,40 @@ def run_training(model_type, kwargs, kind, fallback="inductor", dtype=torch.floa
     return report, None
 
 
+def with_dropout(model_type, kwargs, p=0.1):
+    """The corpus's dropout switches that this family's config has as
+    floats, set to `p`."""
+    defaults = transformers.AutoConfig.for_model(model_type)
+    on = {k: p for k in corpus.no_dropout({}) if isinstance(getattr(defaults, k, None), float)}
+    return dict(kwargs, **on)
+
+
+def run_training_with_dropout(model_type, kwargs, kind):
+    """A training step with dropout on, compiled by fff and by plain
+    Inductor from the same seed: the same masks, so the same gradients."""
+    model = build(model_type, with_dropout(model_type, kwargs)).train()
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report)
+    torch._dynamo.reset()
+    plain = torch.compile(reference, backend="inductor")
+    for i, shape in enumerate(corpus.TEXT_SHAPES):
+        args = corpus.inputs(kind, model.config, shape, seed=5 + i)
+        input_grads = kind != "audio"
+        grads = []
+        for run, module in ((compiled, model), (plain, reference)):
+            torch.manual_seed(100 + i)
+            grads.append(corpus.step_gradients(run, module, args, input_grads))
+        actual, expected = grads
+        if actual.keys() != expected.keys():
+            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
+        for path, e in expected.items():
+            error = corpus.gradient_error(actual[path], e)
+            if not error <= 1e-4:
+                return report, f"shape {list(shape)}: the gradient of {path} is off by {error:.2g} (relative)"
+    return report, None
+
+
 def run_forward(model_type, kwargs, kind, dtype=torch.float32):
     model = build(model_type, kwargs).to(dtype)
     report = fff.torch.Report()
@@ -299,6 +339,7 @@ SCENARIOS = {
     "train-ind": lambda t, k, kind: run_training(t, k, kind, "inductor"),
     "train-eager": lambda t, k, kind: run_training(t, k, kind, "eager"),
     "train-bf16": lambda t, k, kind: run_training(t, k, kind, "inductor", torch.bfloat16),
+    "train-drop": run_training_with_dropout,
     "generate": run_generate,
 }
 
@@ -315,10 +356,13 @@ def main(argv):
     if "--emulate-cuda" in argv:
         argv.remove("--emulate-cuda")
         corpus.OPTIONS["emulate_cuda"] = True
+    if "--corpus" in argv:  # the corpus's families, in this script's scenarios
+        argv.remove("--corpus")
+        argv += list(corpus.FAMILIES)
     selected = argv or list(FAMILIES)
     fails = []
     for name in selected:
-        model_type, kwargs, kind = FAMILIES[name]
+        model_type, kwargs, kind = FAMILIES[name] if name in FAMILIES else corpus.FAMILIES[name][:3]
         try:
             eager_ok(model_type, kwargs, kind)
         except Exception as error:

@@ -88,7 +88,13 @@ class UltraFastBERTLayer(torch.nn.Module):
                 nodes = (nodes - platform) * 2 + moves + next_platform
                 on_path.scatter_(2, nodes.unsqueeze(-1), 1.0)
         y = self.linear_out((logits * on_path).flatten(1, 2))
-        return y.reshape(*oldx.shape[:-1], self.output_width)
+        return self.shaped_like(y, oldx)
+
+    def shaped_like(self, y, x):
+        """The rows y in x's leading dims. The authors' code reshapes y as
+        x (reshape_as), which holds only where the widths agree;
+        ReshapedAsInput does so."""
+        return y.reshape(*x.shape[:-1], self.output_width)
 
     @staticmethod
     def decide(logits):

@@ -27,6 +27,13 @@ class TiesGoRight(UltraFastBERTLayer):
         return logits >= 0
 
 
+class ReshapedAsInput(UltraFastBERTLayer):
+    """The authors' last reshape as it is: y.reshape_as(x)."""
+
+    def shaped_like(self, y, x):
+        return y.reshape_as(x)
+
+
 class DenseFeedforward(torch.nn.Module):
     """Linear (with bias), GELU, Linear (without): a tree of depth 0 with
     one tree per neuron, which matrix products compute faster."""
@@ -54,6 +61,7 @@ def _layers():
     return {
         "ultrafastbert d4 K2": UltraFastBERTLayer(32, 32, depth=4, parallel_size=2),
         "ultrafastbert d3 relu": UltraFastBERTLayer(32, 32, depth=3, parallel_size=1, activation=torch.nn.ReLU),
+        "ultrafastbert d3 K3 reshaped as input": ReshapedAsInput(32, 32, depth=3, parallel_size=3),
         "masked tree ffn d5": fff.torch.MaskedTreeFFN(32, 32, 5, 1),
     }
 
@@ -88,6 +96,33 @@ def test_the_authors_layer_runs_as_tree_ffn(name, training):
         assert relative_error(leaf.grad, reference.grad) < 1e-5
         for p, q in zip(compiled_model.parameters(), model.parameters()):
             assert relative_error(p.grad, q.grad) < 1e-5
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_batch_of_no_rows_after_one_with_rows(training):
+    """Dynamo compiles a batch of 0 rows as a graph of its own (after a
+    dynamic one), its reshapes fixed to 0 rows: there the layer is not
+    raised (every candidate's values are empty), and the result is eager's,
+    not an error."""
+    torch.manual_seed(0)
+    model = ReshapedAsInput(32, 32, depth=4, parallel_size=2)
+    compiled_model = copy.deepcopy(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(compiled_model, backend="fff")
+    for shape in [(3, 9, 32), (5, 7, 32), (0, 4, 32)]:
+        x = torch.randn(shape, requires_grad=training)
+        with torch.set_grad_enabled(training):
+            y = compiled(x)
+        assert y.shape == shape
+        if training:
+            compiled_model.zero_grad()
+            y.backward(torch.randn(shape))
+            assert x.grad.shape == shape
+    if training:  # no rows: every parameter's gradient is 0, as eager's
+        model.zero_grad()
+        model(torch.randn(0, 4, 32, requires_grad=True)).backward(torch.randn(0, 4, 32))
+        for p, q in zip(compiled_model.parameters(), model.parameters()):
+            assert torch.equal(p.grad, q.grad)
 
 
 @pytest.mark.parametrize("make", [lambda: TiesGoRight(32, 32, depth=3, parallel_size=2), DenseFeedforward],

@@ -146,7 +146,7 @@ def _tree_values(rows, w_in, b_in, w_out, trees, depth, activation):
     layer's Linears hold them (tree k's node n at row k * N + n of w_in,
     column k * N + n of w_out), computed as MaskedTreeFFN computes them:
     every logit, the paths' mask, a dense product."""
-    logits = (rows @ w_in.t() + b_in).view(rows.shape[0], trees, -1)
+    logits = (rows @ w_in.t() + b_in).view(rows.shape[0], trees, w_in.shape[0] // trees)
     hidden = _activation_and_slope(activation, logits)[0] * path_mask(logits, depth)
     return hidden.flatten(1) @ w_out.t()
 
@@ -230,10 +230,11 @@ def raise_masked_tree_layers(gm):
         function = _extracted(candidate)
         # A few rows first; the example's own extents where the call's ops
         # fixed them (a static graph's reshapes), if that is not too large
-        # to run once here.
+        # to run once here, and not empty (a graph specialized to no rows,
+        # whose values every candidate matches).
         width, din, dout = (int(e) for e in (*w_in.shape, w_out.shape[0]))
         found = _fits(function, [64, din], width, dout)
-        if not found and math.prod(shape) <= _MAX_CHECKED_ELEMENTS:
+        if not found and 0 < math.prod(shape) <= _MAX_CHECKED_ELEMENTS:
             found = _fits(function, shape, width, dout)
         if not found:
             continue
