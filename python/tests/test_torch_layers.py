@@ -480,6 +480,14 @@ def test_the_ops_trace_through_torch_export():
                                          1e-5, "tree_ffn", [torch.randn(1, 3, 8), None, torch.randn(1, 3, 4), None],
                                          1, "gelu", "post"),
      r"norm_weight is \[8\] torch.float32, expected \[4\] torch.float32"),
+    (lambda: fff.torch.TreeFFN(0, 4, depth=2), "TreeFFN's input_width is 0: it must be at least 1"),
+    (lambda: fff.torch.TreeFFN(8, 4, depth=2, trees=0), "TreeFFN's trees is 0: it must be at least 1"),
+    (lambda: fff.torch.LeafTreeFFN(8, 0, 4, depth=2), "LeafTreeFFN's leaf_width is 0: it must be at least 1"),
+    (lambda: fff.torch.tree_ffn(torch.randn(2, 8), torch.randn(1, 7, 8), None, torch.randn(1, 7, 0), None, 2),
+     "fff::tree_ffn's output width Dout is 0: it must be at least 1"),
+    (lambda: torch.ops.fff.leaf_tree_ffn(torch.tensor(1.0), torch.randn(1, 1), torch.randn(1), torch.randn(2, 1, 2),
+                                         torch.randn(2, 2), torch.randn(2, 2, 1), torch.randn(2, 1), 1, "relu"),
+     r"fff::leaf_tree_ffn takes x \[..., Din\], w1 \[L, Din, W\] and w2 \[L, W, Dout\]"),
 ])
 def test_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):

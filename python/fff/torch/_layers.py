@@ -11,7 +11,7 @@ from .._fff import FFFError
 from ._devices import CPU, placement_of_device
 from ._ops import direct_op
 from ._kernels import ELEMENT, run_rows, tensor_type
-from ._tree_checks import activation_name, check_depth, check_leaf, check_sublayer, check_tree
+from ._tree_checks import activation_name, check_depth, check_extents, check_leaf, check_sublayer, check_tree
 from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
                              tree_ffn_autograd, tree_sublayer_autograd)
 
@@ -185,6 +185,7 @@ class TreeFFN(torch.nn.Module):
         layer has b_in and no b_out)."""
         super().__init__()
         check_depth("fff::tree_ffn", depth, min_depth=0)
+        check_extents("TreeFFN", input_width=input_width, output_width=output_width, trees=trees)
         nodes = 2 ** (depth + 1) - 1
         factory = {"device": device, "dtype": dtype}
         self.depth, self.activation = depth, activation_name(activation)
@@ -262,6 +263,7 @@ class LeafTreeFFN(torch.nn.Module):
     def __init__(self, input_width, leaf_width, output_width, depth, activation="relu", device=None, dtype=None):
         super().__init__()
         check_depth("fff::leaf_tree_ffn", depth, min_depth=1)
+        check_extents("LeafTreeFFN", input_width=input_width, leaf_width=leaf_width, output_width=output_width)
         leaves = 2 ** depth
         factory = {"device": device, "dtype": dtype}
         self.depth, self.activation = depth, activation_name(activation)

@@ -26,6 +26,14 @@ def check_depth(op, depth, min_depth):
         raise ValueError(f"{op}'s depth must be in [{min_depth}, {MAX_DEPTH}], got {depth}")
 
 
+def check_extents(op, **extents):
+    """The extents a tree layer needs at least one of (the dialect's shape
+    contract: an input row, an output row, a tree, a leaf's hidden unit)."""
+    for name, extent in extents.items():
+        if extent < 1:
+            raise ValueError(f"{op}'s {name} is {extent}: it must be at least 1")
+
+
 def check_common(op, x, depth, activation, min_depth):
     """What both tree ops require of x's dtype, the depth and the activation."""
     if x.dtype not in ELEMENT:
@@ -40,6 +48,8 @@ def check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
     if x.dim() < 1 or w_in.dim() != 3 or w_out.dim() != 3:
         raise ValueError("fff::tree_ffn takes x [..., Din], w_in [K, N, Din] and w_out [K, N, Dout]")
     trees, din = w_in.shape[0], w_in.shape[2]
+    check_extents("fff::tree_ffn", **{"tree count K": trees, "input width Din": din,
+                                       "output width Dout": w_out.shape[2]})
     if tuple(w_in.shape[:2]) != (trees, nodes) or tuple(w_out.shape[:2]) != (trees, nodes):
         raise ValueError(f"a depth-{depth} tree has {nodes} nodes: w_in is {list(w_in.shape)} and w_out is "
                          f"{list(w_out.shape)}, expected [K, {nodes}, ...]")
@@ -56,8 +66,11 @@ def check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
 
 def check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
     check_common("fff::leaf_tree_ffn", x, depth, activation, min_depth=1)
+    if x.dim() < 1 or w1.dim() != 3 or w2.dim() != 3:
+        raise ValueError("fff::leaf_tree_ffn takes x [..., Din], w1 [L, Din, W] and w2 [L, W, Dout]")
     leaves, din = 2 ** depth, x.shape[-1]
     width, dout = w1.shape[-1], w2.shape[-1]
+    check_extents("fff::leaf_tree_ffn", **{"input width Din": din, "leaf width W": width, "output width Dout": dout})
     expected = {"node_w": (leaves - 1, din), "node_b": (leaves - 1,), "w1": (leaves, din, width),
                 "b1": (leaves, width), "w2": (leaves, width, dout), "b2": (leaves, dout)}
     for name, t in (("node_w", node_w), ("node_b", node_b), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)):
