@@ -274,11 +274,18 @@ def run_training(model_type, kwargs, kind, fallback="inductor", dtype=torch.floa
     return report, None
 
 
+# Switches that draw from numpy's or Python's generator, not torch's (wav2vec2's
+# SpecAugment masks, LayerDrop): both runs would draw other masks.
+_OTHER_GENERATORS = ("mask_time_prob", "layerdrop", "encoder_layerdrop", "decoder_layerdrop")
+
+
 def with_dropout(model_type, kwargs, p=0.1):
     """The corpus's dropout switches that this family's config has as
-    floats, set to `p`."""
+    floats, set to `p`, but for those that draw from other generators than
+    torch's, which stay off."""
     defaults = transformers.AutoConfig.for_model(model_type)
-    on = {k: p for k in corpus.no_dropout({}) if isinstance(getattr(defaults, k, None), float)}
+    on = {k: p if k not in _OTHER_GENERATORS else 0.0 for k in corpus.no_dropout({})
+          if isinstance(getattr(defaults, k, None), float)}
     return dict(kwargs, **on)
 
 

@@ -215,6 +215,8 @@ private:
   /// goes left.
   void routeTrees();
 
+  //===--- A leaf's hidden layer (LeafKernel.cpp) -----------------------===//
+
   /// leaf_tree_ffn: the routing walk, then the leaf's hidden layer, each
   /// hidden unit recorded with act(hidden) against its row of w2. Zero goes
   /// right here (s >= 0), as in the original FFF code.
