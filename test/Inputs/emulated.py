@@ -9,6 +9,7 @@ runtime and the test share one instance of it, and its buffers.
 import ctypes
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -99,3 +100,9 @@ def launches(stats):
         return []
     with open(stats) as f:
         return [json.loads(line)["kernel"] for line in f]
+
+
+def launched_phases(stats, pattern):
+    """The phases (`pattern`'s first group, searched in each kernel's name)
+    of the kernels launched so far, sorted."""
+    return sorted({m.group(1) for m in (re.search(pattern, k) for k in launches(stats)) if m})

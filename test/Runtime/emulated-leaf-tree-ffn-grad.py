@@ -172,10 +172,6 @@ check.equal(f"rounding-noise scores: the backward takes the forward kernel's lea
 check.equal(f"rounding-noise scores: float64 takes other leaves on some of these rows ({float64_differs})",
             float64_differs > 0, True)
 
-kinds = set()
-for kernel in emulated.launches(stats_file):
-    match = re.search(r"leaf_tree_ffn_grad_\w+?_(walk|count|scan|scatter|sums)$", kernel)
-    if match:
-        kinds.add(match.group(1))
-print("leaf tree backward kernels run: " + ", ".join(sorted(kinds)))
+kinds = emulated.launched_phases(stats_file, r"leaf_tree_ffn_grad_\w+?_(walk|count|scan|scatter|sums)$")
+print("leaf tree backward kernels run: " + ", ".join(kinds))
 check.finish()

@@ -212,10 +212,6 @@ check.equal(f"rounding-noise logits: the backward walks the forward kernel's pat
 check.equal(f"rounding-noise logits: float64 walks other paths on some of these rows ({float64_differs})",
             float64_differs > 0, True)
 
-kinds = set()
-for kernel in emulated.launches(stats_file):
-    match = re.search(r"tree_ffn_grad_\w+?_(walk|count|scan|scatter|chunk_sums|node_sums|output_bias)$", kernel)
-    if match:
-        kinds.add(match.group(1))
-print("tree backward kernels run: " + ", ".join(sorted(kinds)))
+kinds = emulated.launched_phases(stats_file, r"tree_ffn_grad_\w+?_(walk|count|scan|scatter|chunk_sums|node_sums|output_bias)$")
+print("tree backward kernels run: " + ", ".join(kinds))
 check.finish()
