@@ -11,6 +11,10 @@ scenarios the corpus does not run, each against eager:
                both shapes: every parameter's and float input's gradient
   train-eager  the same with the eager fallback
   train-bf16   train-ind on the model and inputs in bf16
+  train-amp    a training step (dropout off) of the f32 model under
+               torch.autocast("cpu", bf16), against eager under the same
+               autocast: norms fed bf16 activations with f32 parameters
+               (torch's mixed-type norms)
   train-drop   a training step with dropout on (p 0.1 wherever the config
                has a dropout), against plain Inductor (not eager: eager
                draws other masks) from the same seed: fff's backward fuses
@@ -278,6 +282,36 @@ def run_training(model_type, kwargs, kind, fallback="inductor", dtype=torch.floa
     return report, None
 
 
+def run_training_autocast(model_type, kwargs, kind, dtype=torch.bfloat16):
+    """A training step of the f32 model under CPU autocast (matrix products
+    in `dtype`; norms take what the op before them gave with their f32
+    parameters: torch's mixed-type norms), compiled and eager under the
+    same autocast, at both shapes."""
+    model = build(model_type, without_dropout(model_type, kwargs)).train()
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report)
+
+    def autocast(run):
+        def call(**args):
+            with torch.autocast("cpu", dtype=dtype):
+                return run(**args)
+        return call
+
+    for i, shape in enumerate(corpus.TEXT_SHAPES):
+        args = corpus.inputs(kind, model.config, shape, seed=5 + i)
+        input_grads = kind != "audio"
+        actual, expected = (corpus.step_gradients(autocast(run), module, args, input_grads)
+                            for run, module in ((compiled, model), (reference, reference)))
+        if actual.keys() != expected.keys():
+            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
+        for path, e in expected.items():
+            error = corpus.gradient_error(actual[path], e)
+            if not error <= corpus.TOLERANCE[dtype]:
+                return report, f"shape {list(shape)}: the gradient of {path} is off by {error:.2g} (relative)"
+    return report, None
+
+
 # Switches that draw from numpy's or Python's generator, not torch's (wav2vec2's
 # SpecAugment masks, LayerDrop): both runs would draw other masks.
 _OTHER_GENERATORS = ("mask_time_prob", "layerdrop", "encoder_layerdrop", "decoder_layerdrop")
@@ -351,6 +385,7 @@ SCENARIOS = {
     "train-eager": lambda t, k, kind: run_training(t, k, kind, "eager"),
     "train-bf16": lambda t, k, kind: run_training(t, k, kind, "inductor", torch.bfloat16),
     "train-drop": run_training_with_dropout,
+    "train-amp": run_training_autocast,
     "generate": run_generate,
 }
 

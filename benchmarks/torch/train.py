@@ -3,7 +3,7 @@
 torch.compile's default (Inductor), on the CPU, in one run, same threads.
 
     PYTHONPATH=build/python build/venv/bin/python benchmarks/torch/train.py [--quick]
-        [--residual|--dropout] [--models-only|--norms-only]
+        [--residual|--dropout] [--mixed] [--models-only|--norms-only]
 
 Norms: LayerNorm (weight and bias) and RMSNorm (weight) at 4096x768,
 4096x4096 and 16384x1024, f32 and bf16: the forward + backward of
@@ -24,6 +24,11 @@ backward kernel does as it writes dx (the residual gradient fused,
 _backward_fusion.py); Inductor and eager add it in a pass of their own.
 The traffic counted is the same as the norm's alone: the residual
 gradient is dy itself.
+
+With --mixed, the f16 and bf16 norms keep f32 parameters: torch's
+mixed-type norms (an f32 module fed half-width activations, as a model
+trained under CPU autocast feeds its norms), which compute in f32 and round
+y and dx once to x's dtype. fff widens x and dy as it reads them.
 
 With --dropout, each norm is `h + dropout(norm(h))` in train mode (p 0.1):
 the norm's dy is the dropout's backward, which fff's backward kernel
@@ -62,6 +67,8 @@ parser.add_argument("--norms-only", action="store_true")
 parser.add_argument("--residual", action="store_true", help="time h + norm(h), not norm(h)")
 parser.add_argument("--dropout", action="store_true", help="time h + dropout(norm(h)), with and without fff's "
                     "mask fusion")
+parser.add_argument("--mixed", action="store_true", help="f16 and bf16 norms keep f32 parameters (torch's "
+                    "mixed-type norms: an f32 norm module fed half-width activations, as under CPU autocast)")
 parser.add_argument("--shapes", help="the norms' shapes, ROWSxHIDDEN,... (default: the three above)")
 parser.add_argument("--dtypes", default="float32,bfloat16", help="the norms' dtypes")
 parser.add_argument("--caches", choices=["cold", "warm", "order"], default="cold",
@@ -141,11 +148,11 @@ def backward_again(y, dy, x, module):
     y.backward(dy, retain_graph=True)
 
 
-def backward_bytes(kind, rows, hidden, element_size):
+def backward_bytes(kind, rows, hidden, element_size, parameter_size=None):
     """What a norm's backward moves: x, dy and dx, and the parameters read
     and their gradients written."""
     parameters = 2 if kind == "layer_norm" else 1
-    return (3 * rows * hidden + 2 * parameters * hidden) * element_size
+    return 3 * rows * hidden * element_size + 2 * parameters * hidden * (parameter_size or element_size)
 
 
 def case_inputs(rows, hidden, dtype):
@@ -178,7 +185,8 @@ def make_norm(kind, hidden, dtype):
         norm.weight.uniform_(0.5, 1.5)
         if kind == "layer_norm":
             norm.bias.uniform_(-0.5, 0.5)
-    norm = norm.to(dtype)
+    if not (options.mixed and dtype in (torch.float16, torch.bfloat16)):
+        norm = norm.to(dtype)
     return Residual(norm) if options.residual and not options.dropout else norm
 
 
@@ -214,9 +222,10 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     # The largest relative error of dx, dweight, dbias from float64's.
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["float64"]))
               for name in ("eager", "fff")}
-    moved = backward_bytes(kind, rows, hidden, x.element_size())
+    moved = backward_bytes(kind, rows, hidden, x.element_size(), next(norm.parameters()).element_size())
     best = min(("eager", "inductor"), key=lambda n: bwd[n])
-    label = f"{'h + ' if options.residual else ''}{kind} {str(dtype).replace('torch.', '')} {rows}x{hidden}"
+    mixed = " (f32 parameters)" if next(norm.parameters()).dtype != dtype and dtype != torch.float64 else ""
+    label = f"{'h + ' if options.residual else ''}{kind} {str(dtype).replace('torch.', '')}{mixed} {rows}x{hidden}"
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
           f"{fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | {bwd['inductor']:.2f} | "
           f"{bwd['fff']:.2f} | {bwd['inductor'] / bwd['fff']:.2f}x | {bwd[best] / bwd['fff']:.2f}x ({best}) | "

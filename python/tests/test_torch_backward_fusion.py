@@ -30,18 +30,21 @@ def rms_norm_backward(dy, x, weight, residual_grad=None, **masked):
 
 
 BACKWARDS = [layer_norm_backward, rms_norm_backward]
+# (x's dtype, the weight's): the weight f32 for a half-width x is torch's
+# mixed-type norm, whose backward widens x and dy as it reads them.
+DTYPE_PAIRS = [(dtype, dtype) for dtype in DTYPES] + [(torch.float16, torch.float32), (torch.bfloat16, torch.float32)]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype, weight_dtype", DTYPE_PAIRS, ids=str)
 @pytest.mark.parametrize("backward", BACKWARDS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("shape", [(37, 200), (3, 5, 4096), (1, 3)], ids=str)
-def test_residual_grad_gives_the_unfused_ops_bits(backward, dtype, shape):
+def test_residual_grad_gives_the_unfused_ops_bits(backward, dtype, weight_dtype, shape):
     """With residual_grad the op returns residual_grad + dx, as torch's add
     of its own dx would, bit for bit; the parameter gradients are those
     without it."""
     generator = torch.Generator().manual_seed(1)
     x, dy, residual = (torch.randn(shape, generator=generator).to(dtype) for _ in range(3))
-    weight = torch.randn(shape[-1:], generator=generator).to(dtype)
+    weight = torch.randn(shape[-1:], generator=generator).to(weight_dtype)
     apart = backward(dy, x, weight)
     fused = backward(dy, x, weight, residual)
     assert torch.equal(fused[0], residual + apart[0])
@@ -49,10 +52,10 @@ def test_residual_grad_gives_the_unfused_ops_bits(backward, dtype, shape):
         assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype, weight_dtype", DTYPE_PAIRS, ids=str)
 @pytest.mark.parametrize("backward", BACKWARDS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("shape", [(37, 200), (3, 5, 4096), (1, 3)], ids=str)
-def test_a_dropout_mask_on_dy_gives_the_unfused_ops_bits(backward, dtype, shape):
+def test_a_dropout_mask_on_dy_gives_the_unfused_ops_bits(backward, dtype, weight_dtype, shape):
     """With dy_keep the op's gradients are those of dy * (keep ? scale : 0),
     as the backward graph computes it once Inductor compiles it (in f32,
     then one rounding), bit for bit, with and without a residual
@@ -60,7 +63,7 @@ def test_a_dropout_mask_on_dy_gives_the_unfused_ops_bits(backward, dtype, shape)
     with 0 is."""
     generator = torch.Generator().manual_seed(2)
     x, dy, residual = (torch.randn(shape, generator=generator).to(dtype) for _ in range(3))
-    weight = torch.randn(shape[-1:], generator=generator).to(dtype)
+    weight = torch.randn(shape[-1:], generator=generator).to(weight_dtype)
     keep = torch.rand(shape, generator=generator) > 0.25
     keep.view(-1)[0] = False
     scale = 1 / 0.75

@@ -264,6 +264,41 @@ def test_a_dropout_after_a_norm_joins_its_fused_backward_kernel(dtype, launches)
     assert dict(report.backward_dy_masks) == {"layer_norm_grad": 1}, str(report)
 
 
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_a_mixed_type_norm_under_autocast_trains_on_the_gpu_kernels(kind, launches):
+    """An f32 norm module fed bf16 activations under CPU autocast (torch's
+    mixed-type norm: f32 arithmetic, y and dx rounded once to bf16): its
+    forward and backward run on the GPU's f32 norm kernels, with x and dy
+    widened and dx narrowed by kernels of their own, and every gradient is
+    the CPU pipeline's within bf16's rounding."""
+    torch.manual_seed(0)
+    into, out = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)
+    norm = torch.nn.LayerNorm(64) if kind == "layer_norm" else torch.nn.RMSNorm(64, eps=1e-6)
+    modules = (into, norm, out)
+
+    def f(x):
+        return out(norm(into(x)))
+
+    x = torch.randn(6, 64)
+    grads = {}
+    for options in (EMULATED, {}):
+        torch._dynamo.reset()
+        for p in (p for m in modules for p in m.parameters()):
+            p.grad = None
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = torch.compile(f, backend="fff", options=options)(x)
+        y.float().square().sum().backward()
+        grads[bool(options)] = [y] + [p.grad for m in modules for p in m.parameters()]
+    torch._dynamo.reset()
+    for emulated, cpu in zip(grads[True], grads[False]):
+        assert emulated.dtype == cpu.dtype and relative_error(emulated, cpu) < TOLERANCE[torch.bfloat16]
+    assert any(name.startswith(f"{kind}_grad_f32") for name in launches()), launches()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        report = fff.torch.explain(f, x, options=EMULATED, backward=True, print_report=False)
+    assert dict(report.backward_calls) == {f"{kind}_grad": 1}, str(report)
+    assert all(r.pipeline == "gpu" for r in report.regions + report.backward), str(report)
+
+
 def test_tree_training_step(launches):
     """A training graph's tree layers under emulate_cuda: fff::tree_ffn's
     and fff::leaf_tree_ffn's forwards and backwards (fff.tree_ffn_grad,

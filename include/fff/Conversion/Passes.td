@@ -92,7 +92,8 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     A fused unit is inlined first. When the norm's input is computed by an
     elementwise `linalg.generic` that nothing else reads (a unit's prologue,
     such as a residual add), the norm computes it as it reads each row, lane
-    by lane, and the generic goes away.
+    by lane, and the generic goes away; so does a norm backward for `dy` and
+    for `x` (a dropout's mask, the casts that widen them).
 
     LayerNorm keeps the reference lowering's numerics: sums of `x - pivot`
     (the row's first element), then the centred sum of squares. The row is

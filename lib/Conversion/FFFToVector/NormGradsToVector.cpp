@@ -22,9 +22,11 @@
 // The pointwise work that AOTAutograd's backward graphs put around a norm's
 // backward is applied as the rows stream: an elementwise prologue that
 // computes dy for this op alone (a dropout mask and scale, a cast) as dy is
-// read, and an elementwise epilogue that alone reads dx (the residual
-// stream's gradient added to it, `dh = dresidual + dx`; a cast) as dx is
-// written, so that neither dy nor dx is stored.
+// read, one that computes x for it alone (the cast that widens a bf16 x for
+// an f32 norm: torch's mixed-type norms) as x is read, and an elementwise
+// epilogue that alone reads dx (the residual stream's gradient added to it,
+// `dh = dresidual + dx`; a cast) as dx is written, so that neither dy, x's
+// widening nor dx is stored.
 //
 // Rows are grouped into `row_blocks` blocks (fewer for fewer rows), a
 // function of the shape alone; the blocks run across threads, each summing
@@ -48,6 +50,47 @@ using namespace fff;
 
 namespace {
 
+/// An operand of a norm backward read as [rows, n] rows: the tensor itself,
+/// or the elementwise prologue that computes it for this op alone (a
+/// dropout's mask on dy, a cast that widens dy or x), evaluated lane by lane
+/// as its own operands are read, so that its result is never stored.
+struct RowOperand {
+  RowOperand(RowEmitter &emit, Value operand, int64_t leadingRank)
+      : prologue(elementwisePrologue(operand)) {
+    for (Value source :
+         prologue ? ValueRange(prologue.getDpsInputs()) : ValueRange(operand)) {
+      buffers.push_back(emit.readBuffer(source));
+      rows.push_back(emit.rowsView(buffers.back(), leadingRank));
+    }
+  }
+
+  /// The f32 vector at (row, column), under `mask` if given, its masked-off
+  /// lanes zero.
+  Value load(ImplicitLocOpBuilder &b, RowEmitter &emit, Value row, Value column,
+             Value mask) {
+    if (!prologue)
+      return emit.load(rows.front(), {row, column}, mask);
+    SmallVector<Value> operands;
+    for (Value source : rows)
+      operands.push_back(emit.loadRaw(source, {row, column}, mask));
+    Value value = emit.widen(
+        evaluateLaneWise(b, *prologue.getBody(), operands, emit.getLanes())
+            .front());
+    // The prologue of zeros need not be zero (dy = grad + c), and the sums
+    // and partials take every lane.
+    return mask ? arith::SelectOp::create(b, mask, value, emit.zeros())
+                      .getResult()
+                : value;
+  }
+
+  /// The elementwise op read in the operand's place; null where there is
+  /// none.
+  linalg::GenericOp prologue;
+  /// The operand's buffer, or its prologue's operands' (one shape), and
+  /// their [rows, n] views.
+  SmallVector<Value> buffers, rows;
+};
+
 /// What both backward ops share: dy, x and dx as [rows, n], gamma widened,
 /// the parameter gradients' partial rows, and the loops over blocks of rows.
 /// A parameter gradient nothing uses (dgamma where raising found only dx)
@@ -68,18 +111,15 @@ struct GradRows {
         leadingRank(type.getRank() - normalizedRank),
         strategy(selectCPUNormGradStrategy(staticRowSize(type, normalizedRank),
                                            target)),
-        emit(b, strategy), prologue(elementwisePrologue(gradOutput)),
+        emit(b, strategy), dy(emit, gradOutput, leadingRank),
+        x(emit, input, leadingRank),
         epilogue(elementwiseEpilogue(op->getResult(0), op)) {
     // dgamma sums dy * xhat, dbeta dy: with a scale the first gradient is
     // dgamma.
     for (auto [i, result] : llvm::enumerate(paramGrads))
       if (!result.use_empty())
         summed.push_back({i, gamma && i == 0});
-    xBuffer = emit.readBuffer(input);
-    x = emit.rowsView(xBuffer, leadingRank);
-    for (Value source : prologue ? ValueRange(prologue.getDpsInputs())
-                                 : ValueRange(gradOutput))
-      dyInputs.push_back(emit.rowsView(emit.readBuffer(source), leadingRank));
+    xBuffer = x.buffers.front();
     if (epilogue) {
       for (Value source : epilogue.getDpsInputs())
         epilogueInputs.push_back(
@@ -92,8 +132,8 @@ struct GradRows {
     }
     dxBuffer = emit.alloc(outputType, xBuffer);
     dx = emit.rowsView(dxBuffer, leadingRank);
-    rows = memref::DimOp::create(b, x, 0);
-    n = memref::DimOp::create(b, x, 1);
+    rows = memref::DimOp::create(b, x.rows.front(), 0);
+    n = memref::DimOp::create(b, x.rows.front(), 1);
     this->gamma = emit.widenedOnce(emit.flatView(emit.readBuffer(gamma)), n);
     Value count = arith::UIToFPOp::create(
         b, b.getF32Type(), arith::IndexCastUIOp::create(b, b.getI64Type(), n));
@@ -112,22 +152,13 @@ struct GradRows {
           ValueRange{blocks, n}));
   }
 
-  /// dy's f32 vector at (row, column), under `mask` if given, its
-  /// masked-off lanes zero: computed by the prologue where there is one.
+  /// dy's and x's f32 vectors at (row, column), under `mask` if given,
+  /// their masked-off lanes zero.
   Value loadGradOutput(Value row, Value column, Value mask) {
-    if (!prologue)
-      return emit.load(dyInputs.front(), {row, column}, mask);
-    SmallVector<Value> operands;
-    for (Value source : dyInputs)
-      operands.push_back(emit.loadRaw(source, {row, column}, mask));
-    Value dyValue = emit.widen(
-        evaluateLaneWise(b, *prologue.getBody(), operands, emit.getLanes())
-            .front());
-    // The prologue of zeros need not be zero (dy = grad + c), and the sums
-    // and partials take every lane.
-    return mask ? arith::SelectOp::create(b, mask, dyValue, emit.zeros())
-                      .getResult()
-                : dyValue;
+    return dy.load(b, emit, row, column, mask);
+  }
+  Value loadInput(Value row, Value column, Value mask) {
+    return x.load(b, emit, row, column, mask);
   }
 
   /// Stores dx's f32 vector `value` at (row, column): rounded to dx's type,
@@ -196,7 +227,7 @@ struct GradRows {
     auto secondPass = [&](Value row, Value block, const RowSums &rowSums,
                           Value j, Value mask) {
       Value dyValue = loadGradOutput(row, j, mask);
-      Value xhatValue = xhat(emit.load(x, {row, j}, mask), rowSums);
+      Value xhatValue = xhat(loadInput(row, j, mask), rowSums);
       Value g = scaledGrad(dyValue, j, mask);
       Value centred = arith::SubFOp::create(
           b, g, arith::MulFOp::create(b, xhatValue, rowSums.meanGXhat));
@@ -291,7 +322,7 @@ struct GradRows {
     return gradients;
   }
 
-  /// Replaces `op` (and its prologue and epilogue) with the results: dx,
+  /// Replaces `op` (and its prologues and epilogue) with the results: dx,
   /// or the epilogue's result, then the parameter gradients.
   void replace(Operation *op, ConversionPatternRewriter &rewriter) {
     SmallVector<Value> values{emit.toTensor(dxBuffer, outputType)};
@@ -308,8 +339,9 @@ struct GradRows {
     llvm::append_range(values,
                        parameterGradients(op->getResults().drop_front()));
     rewriter.replaceOp(op, values);
-    if (prologue)
-      rewriter.eraseOp(prologue);
+    for (linalg::GenericOp prologue : {dy.prologue, x.prologue})
+      if (prologue)
+        rewriter.eraseOp(prologue);
   }
 
   ImplicitLocOpBuilder &b;
@@ -317,11 +349,10 @@ struct GradRows {
   int64_t leadingRank;
   CPUNormGradStrategy strategy;
   RowEmitter emit;
-  /// The elementwise ops that compute dy for this op alone and that alone
-  /// read dx; null where there are none.
-  linalg::GenericOp prologue, epilogue;
-  /// dy as [rows, n], or the prologue's operands.
-  SmallVector<Value> dyInputs;
+  /// dy and x, each read through its prologue where it has one.
+  RowOperand dy, x;
+  /// The elementwise op that alone reads dx; null where there is none.
+  linalg::GenericOp epilogue;
   /// The epilogue's operands as [rows, n]; null for dx itself.
   SmallVector<Value> epilogueInputs;
   /// What dx's buffer holds: dx, or the epilogue's result.
@@ -333,8 +364,9 @@ struct GradRows {
     bool timesXhat;
   };
   SmallVector<Summed, 2> summed;
-  Value xBuffer, x, dx, dxBuffer, gamma, rows, n, inverseCount, blocks,
-      rowsPerBlock;
+  /// x's buffer, or its prologue's first operand's: the extents.
+  Value xBuffer;
+  Value dx, dxBuffer, gamma, rows, n, inverseCount, blocks, rowsPerBlock;
   SmallVector<Value> partials;
 
 private:
@@ -413,8 +445,7 @@ struct LayerNormGradToVector : GradToVectorPattern<LayerNormGradOp> {
                     sum == 0
                         ? g
                         : arith::MulFOp::create(
-                              b, g,
-                              xhat(emit.load(grad.x, {row, j}, mask), rowSums))
+                              b, g, xhat(grad.loadInput(row, j, mask), rowSums))
                               .getResult();
                 return arith::AddFOp::create(b, partial, term);
               });
@@ -449,8 +480,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
           auto gradTimesX = [&](Value j, Value mask) -> Value {
             Value g =
                 grad.scaledGrad(grad.loadGradOutput(row, j, mask), j, mask);
-            return arith::MulFOp::create(b, g,
-                                         emit.load(grad.x, {row, j}, mask));
+            return arith::MulFOp::create(b, g, grad.loadInput(row, j, mask));
           };
           GradRows::RowSums rowSums;
           Value gXSum;
@@ -476,7 +506,7 @@ struct RMSNormGradToVector : GradToVectorPattern<RMSNormGradOp> {
                   if (sum == 0) {
                     if (alongside)
                       alongside(j, mask);
-                    Value xValue = emit.load(grad.x, {row, j}, mask);
+                    Value xValue = grad.loadInput(row, j, mask);
                     term = arith::MulFOp::create(b, xValue, xValue);
                   } else {
                     term = gradTimesX(j, mask);

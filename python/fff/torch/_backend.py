@@ -207,16 +207,11 @@ def _take_trained_region(gm, node, index, inner, report, placement):
             report.leave(n, "in a training graph fff takes a norm written out in ops only where the region is "
                          "exactly the norm: this one computes more")
         return False
-    try:
-        x, weight, bias = norm.operands(list(node.args))
-    except Refused as refusal:
-        for n in inner:
-            report.leave(n, f"its norm was not trained by fff: {refusal}")
-        return False
+    x, weight, bias = norm.operands(list(node.args))
     outputs = _outputs(getattr(gm, node.target))
     results = [u for u in node.users] if isinstance(outputs, (tuple, list)) else [node]
     return replace_with_trained_norm(gm, node, results, norm.kind, x, weight, bias, 1, norm.eps, inner, report,
-                                     placement)
+                                     placement, mixed=norm.widened)
 
 
 def _outputs(module):

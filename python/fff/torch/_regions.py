@@ -56,11 +56,12 @@ class ExactNorm:
     widened: bool = False
 
     def operands(self, inputs):
-        """(x, weight, bias) for the norm's op in x's dtype, from the region
-        call's `inputs` (graph nodes; None for an absent parameter); raises
-        Refused, with the reason, where there are none. A widened norm's
-        f32 parameter must itself be widened from x's dtype, which rounds
-        nothing: the norm then takes what was widened."""
+        """(x, weight, bias) for the norm's op, from the region call's
+        `inputs` (graph nodes; None for an absent parameter). A widened
+        norm's f32 parameters that are all widened from x's dtype, which
+        rounds nothing, are taken before their widening, for the op in x's
+        dtype; else as they are, f32 parameters of a mixed-type op (which
+        computes as the widened norm does: in f32, y rounded once)."""
         x = inputs[self.x]
         parameters = [None if i is None else inputs[i] for i in (self.weight, self.bias)]
         if not self.widened:
@@ -68,8 +69,7 @@ class ExactNorm:
         dtype = example_value(x).dtype if isinstance(x, torch.fx.Node) else None
         narrow = [p if p is None else _widened_from(p, dtype) for p in parameters]
         if any(n is None for n, p in zip(narrow, parameters) if p is not None):
-            raise Refused(f"it computes in f32 on f32 parameters that are not widened from its input's {dtype}: "
-                          f"fff's trained norms take parameters of their input's dtype")
+            return x, *parameters
         return x, *narrow
 
 

@@ -22,12 +22,23 @@ def is_trained_norm(node):
     return isinstance(node, torch.fx.Node) and node.op == "call_function" and str(node.target) in _TRAINED_OPS
 
 
-def _parameter_fits(parameter, x, normalized_shape):
+def _parameter_fits(parameter, x, normalized_shape, mixed=False):
+    """Whether `parameter` (a node, or None) is one fff's trained norm of x
+    takes: of the normalized shape, and of x's dtype, or, where `mixed`, f32
+    for an f16 or bf16 x (torch's mixed-type norms: _training._mixed)."""
     if parameter is None:
         return True
     value = example_value(parameter) if isinstance(parameter, torch.fx.Node) else parameter
+    dtypes = (x.dtype, torch.float32) if mixed and x.dtype in (torch.float16, torch.bfloat16) else (x.dtype,)
     return isinstance(parameter, torch.fx.Node) and isinstance(value, torch.Tensor) and \
-        value.dtype == x.dtype and tuple(value.shape) == normalized_shape
+        value.dtype in dtypes and tuple(value.shape) == normalized_shape
+
+
+def _common_dtype(weight, bias):
+    """The dtype of the parameters (nodes, or None), or None where there
+    are none or they differ."""
+    dtypes = {example_value(p).dtype for p in (weight, bias) if p is not None}
+    return dtypes.pop() if len(dtypes) == 1 else None
 
 
 def _static(extents):
@@ -35,24 +46,39 @@ def _static(extents):
 
 
 def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normalized_ndim, eps, ops, report,
-                              placement=CPU):
+                              placement=CPU, mixed=False):
     """Puts the trained op of a `kind` norm of `x`, its code run at
     `placement`, in place of `node`, whose results (`results`: the node
     itself, or the getitems that take its one result) it gives; False, with
-    the reason reported for `ops`, where fff does not train it."""
-    value = example_value(x)
+    the reason reported for `ops`, where fff does not train it. `mixed`
+    says that `node` computes an f16 or bf16 norm with f32 parameters as
+    torch's mixed-type norms do (in f32, y rounded once), so that f32
+    parameters of such an x are taken as they are."""
+    value, result = example_value(x), example_value(results[0])
     reason = None
     if not isinstance(value, torch.Tensor) or value.dtype not in FLOATS:
         reason = "it normalizes a value that is not an f32, f16 or bf16 tensor"
+    elif not isinstance(result, torch.Tensor) or result.dtype != value.dtype:
+        # CUDA's autocast runs norms in f32 whatever their input; fff's ops
+        # give x's dtype, and autocast does not cast custom ops.
+        reason = (f"it gives {getattr(result, 'dtype', result)} for a {value.dtype} input (autocast's cast), and "
+                  f"fff's trained norms give their input's dtype")
     elif not _static(value.shape[value.dim() - normalized_ndim:]):
         reason = "its normalized extents are dynamic"
-    elif not all(_parameter_fits(p, value, tuple(value.shape[value.dim() - normalized_ndim:]))
+    elif not all(_parameter_fits(p, value, tuple(value.shape[value.dim() - normalized_ndim:]), mixed)
                  for p in (weight, bias)):
         reason = "its weight or bias is not of its input's dtype and normalized shape"
+        if mixed:
+            reason = "its weight or bias is not of its normalized shape, or of its input's dtype or f32"
+    elif weight is None and bias is not None and _common_dtype(weight, bias) != value.dtype:
+        reason = f"its bias is not of its input's dtype {value.dtype}, and it has no weight"
+    elif _common_dtype(weight, bias) is None and weight is not None and bias is not None:
+        reason = "its weight and bias are of different dtypes"
     else:
         normalized_shape = tuple(value.shape[value.dim() - normalized_ndim:])
         try:
-            executable(kind, value.dtype, normalized_shape, weight is not None, bias is not None, eps, placement)
+            executable(kind, value.dtype, normalized_shape, weight is not None, bias is not None, eps, placement,
+                       _common_dtype(weight, bias))
         except Unsupported as refusal:
             reason = str(refusal)
     if reason:
@@ -97,7 +123,7 @@ def _explicit_norm(node):
     if not isinstance(eps, (int, float)) or isinstance(eps, bool):
         return None
     weight, bias = arguments["weight"], arguments.get("bias")
-    if not (_parameter_fits(weight, x, shape) and _parameter_fits(bias, x, shape)):
+    if not (_parameter_fits(weight, x, shape, mixed=True) and _parameter_fits(bias, x, shape, mixed=True)):
         return None
     return kind, arguments["input"], weight, bias, len(shape), float(eps)
 
@@ -113,13 +139,13 @@ def take_trained_norms(gm, report, placement=CPU):
         found = _explicit_norm(node)
         if found is None:
             report.leave(node, "its norm was not trained by fff: its arguments are not ones fff's norms take "
-                         "(an f32, f16 or bf16 input, static normalized extents, parameters like them, a "
-                         "constant eps)")
+                         "(an f32, f16 or bf16 input, static normalized extents, parameters like it or f32 "
+                         "ones, a constant eps)")
             refused.add(node)
             continue
         kind, x, weight, bias, normalized_ndim, eps = found
         if replace_with_trained_norm(gm, node, [node], kind, x, weight, bias, normalized_ndim, eps, [node], report,
-                                     placement):
+                                     placement, mixed=True):
             changed = True
         else:
             refused.add(node)

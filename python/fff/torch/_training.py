@@ -54,12 +54,30 @@ def _epsilon(eps):
     return f"{{epsilon = 0x{bits:08X} : f32}}"
 
 
-def _types(dtype, normalized_shape):
+def _types(dtype, normalized_shape, param_dtype=None):
+    """The MLIR types of x's rows, of a parameter (of `param_dtype`, x's
+    dtype by default) and of the f32 statistics."""
     element = _MLIR[dtype]
     dims = "x".join(str(d) for d in normalized_shape)
     rows = f"tensor<?x{dims}x{element}>"
     stats = "tensor<?x" + "x".join("1" for _ in normalized_shape) + "xf32>"
-    return rows, f"tensor<{dims}x{element}>", stats
+    return rows, f"tensor<{dims}x{_MLIR[param_dtype or dtype]}>", stats
+
+
+def _mixed(dtype, param_dtype):
+    """Whether a norm of x's `dtype` with parameters of `param_dtype` is a
+    mixed-type one: f16 or bf16 rows, f32 parameters. torch computes it in
+    f32 and rounds y, and dx, once to x's dtype (its CPU kernels, and
+    F.rms_norm's composite: x widened, the f32 weight, the result
+    narrowed); so does fff, widening x and dy as it reads them and
+    narrowing as it writes. Raises Unsupported for any other pair of
+    dtypes that differ."""
+    if param_dtype == dtype:
+        return False
+    if dtype in (torch.float16, torch.bfloat16) and param_dtype == torch.float32:
+        return True
+    raise Unsupported(f"fff's norms take parameters of their input's dtype, or f32 ones for f16 and bf16 "
+                      f"inputs, not {param_dtype} ones for a {dtype} input")
 
 
 def _f32_literal(value):
@@ -104,12 +122,27 @@ def _masked_dy(dtype, normalized_shape, dy_scale):
             f"  }} -> {rows}\n"), f", %keep: {keep}"
 
 
-def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps, dy_scale=None):
+def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps, dy_scale=None, param_dtype=None):
     """The MLIR of @forward, @backward and @backward_accumulate of one norm
     over rows [?, *shape]; with `dy_scale`, only the backward functions,
     which take a dropout's keep mask after the weight and apply it, with
-    the scale, to dy as they read it (_masked_dy)."""
-    x, p, s = _types(dtype, normalized_shape)
+    the scale, to dy as they read it (_masked_dy). With f32 parameters of
+    an f16 or bf16 norm (_mixed), the norm is f32's, on x and dy widened,
+    its y and dx narrowed to x's dtype: elementwise work that fff's fusion
+    applies as each row is read and written."""
+    x, p, s = _types(dtype, normalized_shape, param_dtype)
+    mixed = param_dtype is not None and _mixed(dtype, param_dtype)
+    c = _types(torch.float32, normalized_shape)[0] if mixed else x  # the type the norm computes in
+
+    def widened(name):
+        """(the lines that widen %name to f32 where the norm is mixed, the
+        value the norm takes)."""
+        return (f"  {name}_wide = arith.extf {name} : {x} to {c}\n", f"{name}_wide") if mixed else ("", name)
+
+    def narrowed(name):
+        """(the norm's result for %name, the lines that narrow it)."""
+        return (f"{name}_wide", f"  {name} = arith.truncf {name}_wide : {c} to {x}\n") if mixed else (name, "")
+
     rank = f"normalized_rank {len(normalized_shape)}"
     params = [("%w", "scale")] if has_weight else []
     if has_bias:
@@ -121,20 +154,27 @@ def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps, dy_scale=N
     grads = (["%dw"] if has_weight else []) + (["%db"] if kind == "layer_norm" and has_bias else [])
     grad_types = "".join(f", {p}" for _ in grads)
     prologue, keep_arg = _masked_dy(dtype, normalized_shape, dy_scale) if dy_scale is not None else ("", "")
-    dy = "%dy_kept" if dy_scale is not None else "%dy"
+    widen_x, x_in = widened("%x")
+    widen_dy, dy = widened("%dy_kept" if dy_scale is not None else "%dy")
+    prologue += widen_dy + widen_x
+    y, narrow_y = narrowed("%y")
+    dx, narrow_dx = narrowed("%dx")
     if kind == "layer_norm":
-        forward = (f"  %y, %mean, %rstd = fff.layer_norm %x{operands} {rank} return_stats {_epsilon(eps)} : {x}\n"
+        forward = (f"{widen_x}  {y}, %mean, %rstd = fff.layer_norm {x_in}{operands} {rank} return_stats "
+                   f"{_epsilon(eps)} : {c}\n{narrow_y}"
                    f"  return %y, %mean, %rstd : {x}, {s}, {s}")
         forward_results = f"{x}, {s}, {s}"
         bias_grad = " bias_grad" if has_bias else ""
         backward_args = f"%dy: {x}, %x: {x}, %mean: {s}, %rstd: {s}{weight_arg}{keep_arg}"
-        backward = f"fff.layer_norm_grad {dy}, %x, %mean, %rstd{scale}{bias_grad} {rank} : {x}, {s}"
+        backward = f"fff.layer_norm_grad {dy}, {x_in}, %mean, %rstd{scale}{bias_grad} {rank} : {c}, {s}"
     else:
-        forward = f"  %y = fff.rms_norm %x{operands} {rank} {_epsilon(eps)} : {x}\n  return %y : {x}"
+        forward = (f"{widen_x}  {y} = fff.rms_norm {x_in}{operands} {rank} {_epsilon(eps)} : {c}\n{narrow_y}"
+                   f"  return %y : {x}")
         forward_results = x
         backward_args = f"%dy: {x}, %x: {x}{weight_arg}{keep_arg}"
-        backward = f"fff.rms_norm_grad {dy}, %x{scale} {rank} {_epsilon(eps)} : {x}"
-    results = ", ".join(["%dx"] + grads)
+        backward = f"fff.rms_norm_grad {dy}, {x_in}{scale} {rank} {_epsilon(eps)} : {c}"
+    results = ", ".join([dx] + grads)
+    returned = ", ".join(["%dx"] + grads)
     # @backward_accumulate adds the residual stream's gradient to dx (a
     # pre-LN block's dh = dresidual + dx) as the kernel writes dx.
     accumulated = ", ".join(["%dh"] + grads)
@@ -142,10 +182,10 @@ def _module(kind, dtype, normalized_shape, has_weight, has_bias, eps, dy_scale=N
         f"func.func @forward(%x: {x}{arguments}) -> ({forward_results}) {{\n{forward}\n}}\n"
     return (forward_function +
             f"func.func @backward({backward_args}) -> ({x}{grad_types}) {{\n{prologue}"
-            f"  {results} = {backward}\n"
-            f"  return {results} : {x}{grad_types}\n}}\n"
+            f"  {results} = {backward}\n{narrow_dx}"
+            f"  return {returned} : {x}{grad_types}\n}}\n"
             f"func.func @backward_accumulate({backward_args}, %dresidual: {x}) -> ({x}{grad_types}) {{\n{prologue}"
-            f"  {results} = {backward}\n"
+            f"  {results} = {backward}\n{narrow_dx}"
             f"  %dh = arith.addf %dresidual, %dx : {x}\n"
             f"  return {accumulated} : {x}{grad_types}\n}}\n")
 
@@ -179,8 +219,8 @@ class _Executable:
     """One norm's compiled forward and backward over rows of its normalized
     shape."""
 
-    def __init__(self, kind, dtype, normalized_shape, has_weight, has_bias, eps, placement):
-        self.kind, self.dtype, self.shape = kind, dtype, normalized_shape
+    def __init__(self, kind, dtype, normalized_shape, has_weight, has_bias, eps, placement, param_dtype):
+        self.kind, self.dtype, self.shape, self.param_dtype = kind, dtype, normalized_shape, param_dtype
         self.has_weight, self.has_bias = has_weight, has_bias
         self.eps, self.placement = eps, placement
         self.exe = self._compiled()
@@ -192,7 +232,8 @@ class _Executable:
     def _compiled(self, dy_scale=None):
         try:
             return _compile(_module(self.kind, self.dtype, self.shape, self.has_weight, self.has_bias, self.eps,
-                                    dy_scale), target=self.placement.target, **dict(self.placement.options))
+                                    dy_scale, self.param_dtype), target=self.placement.target,
+                            **dict(self.placement.options))
         except Exception as error:  # fff refused the module
             text = str(error).strip()
             raise Unsupported(f"it did not compile: {text.splitlines()[0] if text else type(error).__name__}")
@@ -261,8 +302,8 @@ class _Executable:
         shape = (3, *self.shape)
         x = (torch.randn(shape, generator=generator) * 2 + 0.5).to(self.dtype)
         dy = torch.randn(shape, generator=generator).to(self.dtype)
-        weight = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_weight else None
-        bias = torch.randn(self.shape, generator=generator).to(self.dtype) if self.has_bias else None
+        weight = torch.randn(self.shape, generator=generator).to(self.param_dtype) if self.has_weight else None
+        bias = torch.randn(self.shape, generator=generator).to(self.param_dtype) if self.has_bias else None
         residual_grad = torch.randn(shape, generator=generator).to(self.dtype)
         keep = torch.rand(shape, generator=generator) > 0.3
         return x, dy, weight, bias, residual_grad, keep
@@ -312,7 +353,8 @@ class _Executable:
 
     def _hold(self, checks, what=""):
         for name, a, e in checks:
-            if a.shape != e.shape or a.dtype != self.dtype or _far(a, e, self.dtype):
+            dtype = self.param_dtype if name in ("dweight", "dbias") else self.dtype
+            if a.shape != e.shape or a.dtype != dtype or _far(a, e, self.dtype):
                 raise Unsupported(f"its compiled {name} {what}differs from torch's")
 
 
@@ -320,12 +362,16 @@ _EXECUTABLES = {}
 _LOCK = threading.Lock()
 
 
-def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps, placement=CPU):
-    """The checked executable of one norm, its code run at `placement`;
-    raises Unsupported with the reason where fff does not train it."""
+def executable(kind, dtype, normalized_shape, has_weight, has_bias, eps, placement=CPU, param_dtype=None):
+    """The checked executable of one norm of x's `dtype`, its parameters of
+    `param_dtype` (x's dtype by default, or f32 for an f16 or bf16 x:
+    _mixed), its code run at `placement`; raises Unsupported with the
+    reason where fff does not train it."""
     if dtype not in _MLIR:
         raise Unsupported(f"fff's norms take f32, f16 and bf16, not {dtype}")
-    key = (kind, dtype, tuple(normalized_shape), has_weight, has_bias, float(eps), placement)
+    param_dtype = param_dtype or dtype
+    _mixed(dtype, param_dtype)
+    key = (kind, dtype, tuple(normalized_shape), has_weight, has_bias, float(eps), placement, param_dtype)
     return _cached(_EXECUTABLES, key, lambda: _Executable(*key))
 
 
@@ -357,7 +403,7 @@ def prepare_masked_dy(kind, x, weight, has_bias, normalized_ndim, eps, emulate_c
         raise Unsupported(str(error))
     with unset_fake_temporarily():
         executable(kind, x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
-                   placement).with_masked_dy(dy_scale)
+                   placement, _parameter_dtype(x, weight)).with_masked_dy(dy_scale)
 
 
 def release_executables():
@@ -401,6 +447,19 @@ def _normalized(x, normalized_ndim):
     return tuple(x.shape[x.dim() - normalized_ndim:])
 
 
+def _parameter_dtype(x, weight, bias=None):
+    """The dtype of a norm's parameters, x's where it has none: the weight
+    and bias share one. A backward op knows it from the weight alone, so a
+    norm whose parameters are not of x's dtype (_mixed) has a weight."""
+    dtypes = {t.dtype for t in (weight, bias) if t is not None}
+    if len(dtypes) > 1:
+        raise ValueError(f"a norm's weight and bias must have one dtype, got {weight.dtype} and {bias.dtype}")
+    dtype = dtypes.pop() if dtypes else x.dtype
+    if dtype != x.dtype and weight is None:
+        raise ValueError(f"a norm of a {x.dtype} input whose bias is {dtype} needs a weight of that dtype too")
+    return dtype
+
+
 def _no_grad(t):
     return torch.empty(0, dtype=t.dtype, device=t.device)
 
@@ -413,7 +472,8 @@ def layer_norm_train(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.T
     With `emulate_cuda`, CPU tensors run the GPU's code on fff's PTX
     emulator (the backend's option of that name)."""
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None,
-                     bias is not None, eps, placement_of_device(x.device, emulate_cuda))
+                     bias is not None, eps, placement_of_device(x.device, emulate_cuda),
+                     _parameter_dtype(x, weight, bias))
     y, mean, rstd = exe.forward(x, weight, bias)
     return y, mean, rstd
 
@@ -439,7 +499,7 @@ def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Ten
     both from backward graphs."""
     _check_fused_inputs(x, residual_grad, dy_keep)
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
-                     placement_of_device(x.device, emulate_cuda))
+                     placement_of_device(x.device, emulate_cuda), _parameter_dtype(x, weight))
     count_backward("layer_norm_grad", residual_grad, dy_keep)
     grads = exe.backward(dy, x, (mean, rstd), weight, residual_grad, dy_keep, dy_scale)
     return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
@@ -449,9 +509,10 @@ def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Ten
 def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None, emulate_cuda=False,
       dy_keep=None, dy_scale=1.0):
     _check_fused_inputs(x, residual_grad, dy_keep)
-    shape = _normalized(x, normalized_ndim)
+    shape, dtype = _normalized(x, normalized_ndim), _parameter_dtype(x, weight)
     return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
-            x.new_empty(shape if weight is not None else (0,)), x.new_empty(shape if has_bias else (0,)))
+            x.new_empty(shape if weight is not None else (0,), dtype=dtype),
+            x.new_empty(shape if has_bias else (0,), dtype=dtype))
 
 
 def _layer_norm_setup(ctx, inputs, output):
@@ -489,7 +550,7 @@ def rms_norm_train(x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim
     """RMSNorm over x's trailing `normalized_ndim` dims (`emulate_cuda` as
     for layer_norm_train)."""
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
-                     placement_of_device(x.device, emulate_cuda))
+                     placement_of_device(x.device, emulate_cuda), _parameter_dtype(x, weight))
     return exe.forward(x, weight, None)[0]
 
 
@@ -507,7 +568,7 @@ def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Ten
     `residual_grad` and `dy_keep`, as layer_norm_train_backward."""
     _check_fused_inputs(x, residual_grad, dy_keep)
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
-                     placement_of_device(x.device, emulate_cuda))
+                     placement_of_device(x.device, emulate_cuda), _parameter_dtype(x, weight))
     count_backward("rms_norm_grad", residual_grad, dy_keep)
     grads = exe.backward(dy, x, (), weight, residual_grad, dy_keep, dy_scale)
     return grads[0], grads[1] if weight is not None else _no_grad(x)
@@ -517,7 +578,7 @@ def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Ten
 def _(dy, x, weight, normalized_ndim, eps, residual_grad=None, emulate_cuda=False, dy_keep=None, dy_scale=1.0):
     _check_fused_inputs(x, residual_grad, dy_keep)
     shape = _normalized(x, normalized_ndim) if weight is not None else (0,)
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape)
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape, dtype=_parameter_dtype(x, weight))
 
 
 def _rms_norm_setup(ctx, inputs, output):

@@ -104,3 +104,51 @@ func.func @rms_norm_grad_fused(%grad: tensor<?x4096xbf16>, %mask: tensor<?x4096x
   } -> tensor<?x4096xf32>
   return %dh, %dg : tensor<?x4096xf32>, tensor<4096xbf16>
 }
+
+// A mixed-type norm's backward (torch's bf16 x with f32 parameters): the f32
+// norm reads dy and x through the casts that widen them and writes dx
+// through the one that narrows it. No generic is left and no row is stored
+// in f32: the only row allocation is dx's, in bf16; the tail's masked lanes
+// of widened x are zero, as sum(x^2) needs.
+// CHECK-LABEL: func.func @rms_norm_grad_mixed
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref<?x1000xf32>
+// CHECK:         memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x1000xbf16>
+// CHECK-NOT:     memref<?x1000xf32>
+// CHECK:         scf.for
+// CHECK:           vector.load %[[X:.*]][%{{.*}}, %{{.*}}] : memref<?x1000xbf16>, vector<16xbf16>
+// CHECK:           arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:         scf.for
+// CHECK:           %[[MASKED:.*]] = vector.maskedload %[[X]]
+// CHECK:           %[[WIDE:.*]] = arith.extf %[[MASKED]] : vector<16xbf16> to vector<16xf32>
+// CHECK:           arith.select %{{.*}}, %[[WIDE]], %{{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref<?x1000xf32>
+// CHECK:         return
+func.func @rms_norm_grad_mixed(%dy: tensor<?x1000xbf16>, %x: tensor<?x1000xbf16>, %g: tensor<1000xf32>)
+    -> (tensor<?x1000xbf16>, tensor<1000xf32>) {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x1000xbf16>
+  %e32 = tensor.empty(%rows) : tensor<?x1000xf32>
+  %dy_wide = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%dy : tensor<?x1000xbf16>) outs(%e32 : tensor<?x1000xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<?x1000xf32>
+  %x_wide = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x1000xbf16>) outs(%e32 : tensor<?x1000xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<?x1000xf32>
+  %dx_wide, %dg = fff.rms_norm_grad %dy_wide, %x_wide scale(%g : tensor<1000xf32>) : tensor<?x1000xf32>
+  %e16 = tensor.empty(%rows) : tensor<?x1000xbf16>
+  %dx = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%dx_wide : tensor<?x1000xf32>) outs(%e16 : tensor<?x1000xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %n = arith.truncf %a : f32 to bf16
+    linalg.yield %n : bf16
+  } -> tensor<?x1000xbf16>
+  return %dx, %dg : tensor<?x1000xbf16>, tensor<1000xf32>
+}

@@ -78,9 +78,10 @@ def FuseNorms : Pass<"fff-fuse-norms"> {
 
     A norm backward (`fff.layer_norm_grad`, `fff.rms_norm_grad`) forms a
     unit the same way, its `dy` in the norm's input's place and its `dx` in
-    the norm's result's: the prologue computes `dy` (a dropout mask and
-    scale, a cast), the epilogue reads `dx` (the residual stream's gradient
-    added to it, `dh = dresidual + dx`; a cast).
+    the norm's result's: the prologues compute `dy` (a dropout mask and
+    scale, a cast) and `x` (the cast that widens a bf16 `x` for an f32 norm,
+    torch's mixed-type norms), the epilogue reads `dx` (the residual
+    stream's gradient added to it, `dh = dresidual + dx`; a cast).
 
     Elementwise means a `linalg.generic` with only parallel loops and an
     identity output map, or an elementwise arith/math op on tensors.
