@@ -28,7 +28,9 @@ gradient is dy itself.
 With --mixed, the f16 and bf16 norms keep f32 parameters: torch's
 mixed-type norms (an f32 module fed half-width activations, as a model
 trained under CPU autocast feeds its norms), which compute in f32 and round
-y and dx once to x's dtype. fff widens x and dy as it reads them.
+y and dx once to x's dtype. fff widens x and dy as it reads them. The
+model steps then run their forward under torch.autocast("cpu", bfloat16):
+mixed-precision training of the f32 models.
 
 With --dropout, each norm is `h + dropout(norm(h))` in train mode (p 0.1):
 the norm's dy is the dropout's backward, which fff's backward kernel
@@ -68,7 +70,8 @@ parser.add_argument("--residual", action="store_true", help="time h + norm(h), n
 parser.add_argument("--dropout", action="store_true", help="time h + dropout(norm(h)), with and without fff's "
                     "mask fusion")
 parser.add_argument("--mixed", action="store_true", help="f16 and bf16 norms keep f32 parameters (torch's "
-                    "mixed-type norms: an f32 norm module fed half-width activations, as under CPU autocast)")
+                    "mixed-type norms: an f32 norm module fed half-width activations, as under CPU autocast); "
+                    "the model steps run under torch.autocast('cpu', bfloat16)")
 parser.add_argument("--shapes", help="the norms' shapes, ROWSxHIDDEN,... (default: the three above)")
 parser.add_argument("--dtypes", default="float32,bfloat16", help="the norms' dtypes")
 parser.add_argument("--caches", choices=["cold", "warm", "order"], default="cold",
@@ -322,7 +325,8 @@ def model_case(make, batch, length):
         run = compiled(model, name)
 
         def step(run=run, optimizer=optimizer):
-            loss = run(input_ids=ids, labels=ids).loss
+            with torch.autocast("cpu", dtype=torch.bfloat16) if options.mixed else contextlib.nullcontext():
+                loss = run(input_ids=ids, labels=ids).loss
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
@@ -332,7 +336,8 @@ def model_case(make, batch, length):
         steps[name] = step
     times = interleaved_ms(steps)
     error = abs(losses["fff"] - losses["eager"]) / abs(losses["eager"])
-    print(f"| {make.__name__} {batch}x{length} | {times['eager']:.1f} | {times['inductor']:.1f} | "
+    label = f"{make.__name__} {batch}x{length}{' (bf16 autocast)' if options.mixed else ''}"
+    print(f"| {label} | {times['eager']:.1f} | {times['inductor']:.1f} | "
           f"{times['fff']:.1f} | {times['eager'] / times['fff']:.2f}x | {times['inductor'] / times['fff']:.2f}x | "
           f"{error:.1e} |", flush=True)
 

@@ -93,7 +93,12 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     elementwise `linalg.generic` that nothing else reads (a unit's prologue,
     such as a residual add), the norm computes it as it reads each row, lane
     by lane, and the generic goes away; so does a norm backward for `dy` and
-    for `x` (a dropout's mask, the casts that widen them).
+    for `x` (a dropout's mask, the casts that widen them). Likewise, an
+    elementwise generic that alone reads the norm's result (or a backward's
+    `dx`) and gives f32, f16 or bf16 rows (the cast that narrows a
+    mixed-type norm's f32 result, a residual add) is applied as each row is
+    written: the norm's result is rounded to its own type as the unfused ops
+    would store it, and only the generic's rows are stored.
 
     LayerNorm keeps the reference lowering's numerics: sums of `x - pivot`
     (the row's first element), then the centred sum of squares. The row is

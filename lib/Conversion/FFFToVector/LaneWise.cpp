@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
@@ -71,10 +72,25 @@ linalg::GenericOp fff::elementwisePrologue(Value input) {
   return generic;
 }
 
-linalg::GenericOp fff::elementwiseEpilogue(Value result, Operation *producer) {
-  if (!result.hasOneUse())
+bool fff::isNarrowingEpilogue(linalg::GenericOp epilogue) {
+  Block &body = *epilogue.getBody();
+  if (epilogue.getNumDpsInputs() != 1 || body.getOperations().size() != 2)
+    return false;
+  auto narrow = dyn_cast<arith::TruncFOp>(body.front());
+  return narrow && narrow.getIn() == body.getArgument(0) &&
+         narrow.getIn().getType().isF32() && !narrow.getRoundingmodeAttr() &&
+         body.getTerminator()->getOperand(0) == narrow.getResult();
+}
+
+linalg::GenericOp fff::elementwiseEpilogue(Value result, Operation *producer,
+                                           bool extentsKept) {
+  SmallVector<Operation *> readers;
+  for (Operation *user : result.getUsers())
+    if (!(extentsKept && isa<tensor::DimOp>(user)))
+      readers.push_back(user);
+  if (readers.size() != 1)
     return {};
-  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+  auto generic = dyn_cast<linalg::GenericOp>(readers.front());
   if (!generic || !isSameShapeElementwise(generic))
     return {};
   DominanceInfo dominance;

@@ -47,9 +47,20 @@ mlir::linalg::GenericOp elementwisePrologue(mlir::Value input);
 /// The elementwise linalg.generic that alone reads `result`, `producer`'s,
 /// shaped like it (a residual add, a cast), if whatever else it reads is
 /// ready where `producer` is: the producer then applies it to each vector
-/// of `result` as it writes it, and `result` itself is never stored.
+/// of `result` as it writes it, and `result` itself is never stored. With
+/// `extentsKept`, readers of `result`'s extents alone (tensor.dim, which
+/// elementwise-to-linalg leaves to size the epilogue's init) do not count:
+/// the producer leaves a tensor of `result`'s shape in its place.
 mlir::linalg::GenericOp elementwiseEpilogue(mlir::Value result,
-                                            mlir::Operation *producer);
+                                            mlir::Operation *producer,
+                                            bool extentsKept = false);
+
+/// Whether `epilogue` (an elementwiseEpilogue) only narrows its one input,
+/// an f32 row, to its own float type, rounding to nearest even: what a
+/// store of the f32 row into a buffer of that type does (VectorEmitter's
+/// narrow() gives arith.truncf's bits), so the writer stores the row there
+/// instead of evaluating the cast.
+bool isNarrowingEpilogue(mlir::linalg::GenericOp epilogue);
 
 /// The values `body` yields when its leading block arguments are
 /// `operands`: scalars (`lanes` 0) or vectors of `lanes` elements, to which

@@ -113,7 +113,8 @@ struct GradRows {
                                            target)),
         emit(b, strategy), dy(emit, gradOutput, leadingRank),
         x(emit, input, leadingRank),
-        epilogue(elementwiseEpilogue(op->getResult(0), op)) {
+        epilogue(
+            elementwiseEpilogue(op->getResult(0), op, /*extentsKept=*/true)) {
     // dgamma sums dy * xhat, dbeta dy: with a scale the first gradient is
     // dgamma.
     for (auto [i, result] : llvm::enumerate(paramGrads))
@@ -164,7 +165,9 @@ struct GradRows {
   /// Stores dx's f32 vector `value` at (row, column): rounded to dx's type,
   /// and through the epilogue where there is one.
   void storeInputGrad(Value value, Value row, Value column, Value mask) {
-    if (!epilogue)
+    // dx's buffer has the epilogue's type, to which a store of the f32
+    // vector rounds it.
+    if (!epilogue || isNarrowingEpilogue(epilogue))
       return emit.store(value, dx, {row, column}, mask);
     Type element = type.getElementType();
     Value dxValue = element.isF32() ? value : emit.narrow(value, element);

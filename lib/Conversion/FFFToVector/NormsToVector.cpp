@@ -13,8 +13,10 @@
 //   are stored, so that all arithmetic is in f32, as in the reference;
 // - a row's tail is a masked load and store, never a scalar loop;
 // - a fused unit's elementwise prologue that only the norm reads is
-//   evaluated lane by lane as each row is read, so its result is never
-//   stored;
+//   evaluated lane by lane as each row is read, and its elementwise
+//   epilogue that alone reads the norm's result (the cast that narrows a
+//   mixed-type norm's f32 result, a residual add) as each row is written,
+//   so that neither the prologue's result nor the norm's is stored;
 // - rows are independent, so the parallel loop's split cannot change a bit.
 //
 //===----------------------------------------------------------------------===//
@@ -51,16 +53,31 @@ using namespace fff;
 
 namespace {
 
+/// The elementwise op that alone reads `op`'s normalized result and gives a
+/// float row of f32, f16 or bf16 (what a norm's rows hold); null otherwise.
+static linalg::GenericOp normEpilogue(Operation *op) {
+  linalg::GenericOp epilogue =
+      elementwiseEpilogue(op->getResult(0), op, /*extentsKept=*/true);
+  if (!epilogue)
+    return {};
+  Type element =
+      cast<RankedTensorType>(epilogue->getResult(0).getType()).getElementType();
+  return element.isF32() || element.isF16() || element.isBF16()
+             ? epilogue
+             : linalg::GenericOp();
+}
+
 /// What both norms share: the strategy, the buffers, the row loop, and how
-/// a row of the input is read.
+/// a row of the input is read and of the result written.
 struct NormRows {
-  NormRows(ImplicitLocOpBuilder &b, Value input, int64_t normalizedRank,
-           const CPUTarget &target)
+  NormRows(ImplicitLocOpBuilder &b, Operation *op, Value input,
+           int64_t normalizedRank, const CPUTarget &target)
       : b(b), type(cast<RankedTensorType>(input.getType())),
         leadingRank(type.getRank() - normalizedRank),
         strategy(
             selectCPUNormStrategy(staticRowSize(type, normalizedRank), target)),
-        emit(b, strategy), prologue(elementwisePrologue(input)) {
+        emit(b, strategy), prologue(elementwisePrologue(input)),
+        epilogue(normEpilogue(op)), normalized(op->getResult(0)) {
     SmallVector<Value> sources{input};
     if (prologue)
       sources = llvm::to_vector(prologue.getDpsInputs());
@@ -70,7 +87,16 @@ struct NormRows {
         shapeSource = buffer;
       inputs.push_back(emit.rowsView(buffer, leadingRank));
     }
-    resultBuffer = emit.alloc(type, shapeSource);
+    outputType = epilogue
+                     ? cast<RankedTensorType>(epilogue->getResult(0).getType())
+                     : type;
+    if (epilogue)
+      for (Value source : epilogue.getDpsInputs())
+        epilogueInputs.push_back(
+            source == normalized
+                ? Value()
+                : emit.rowsView(emit.readBuffer(source), leadingRank));
+    resultBuffer = emit.alloc(outputType, shapeSource);
     y = emit.rowsView(resultBuffer, leadingRank);
     rows = memref::DimOp::create(b, inputs.front(), 0);
     n = memref::DimOp::create(b, inputs.front(), 1);
@@ -95,6 +121,35 @@ struct NormRows {
     return [this](Value row, Value column, Value mask) {
       return load(row, column, mask);
     };
+  }
+
+  /// y[row, :] = compute(x[row, :], column, mask), a vector at a time, the
+  /// f32 result through the epilogue where there is one.
+  void
+  writeRow(Value row,
+           function_ref<Value(Value x, Value column, Value mask)> compute) {
+    auto input = loader();
+    // The buffer has the epilogue's type, to which a store of the f32
+    // result rounds it.
+    if (!epilogue || isNarrowingEpilogue(epilogue))
+      return emit.writeRow(input, y, row, n, compute);
+    // The epilogue's result has the buffer's type: stores round nothing.
+    auto write = [&](Value j, Value mask) {
+      Value value = compute(input(row, j, mask), j, mask);
+      if (!type.getElementType().isF32())
+        value = arith::TruncFOp::create(
+            b, VectorType::get({strategy.lanes}, type.getElementType()), value);
+      SmallVector<Value> operands;
+      for (Value source : epilogueInputs)
+        operands.push_back(source ? emit.loadRaw(source, {row, j}, mask)
+                                  : value);
+      emit.store(
+          evaluateLaneWise(b, *epilogue.getBody(), operands, strategy.lanes)
+              .front(),
+          y, {row, j}, mask);
+    };
+    emit.forEachStep(
+        n, strategy.lanes, [&](Value j) { write(j, Value()); }, write);
   }
 
   /// The input's first element of `row`, in f32.
@@ -146,7 +201,7 @@ struct NormRows {
   /// of it starts on a multiple of the vector's size: the buffer's start
   /// and each row's length are multiples of it.
   Value resultIsStreamable() {
-    int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    int64_t elementBytes = outputType.getElementTypeBitWidth() / 8;
     Value vectorBytes = emit.index(strategy.lanes * elementBytes);
     Value rowBytes = arith::MulIOp::create(b, n, emit.index(elementBytes));
     Value bytes = arith::MulIOp::create(b, rows, rowBytes);
@@ -164,8 +219,23 @@ struct NormRows {
     return arith::AndIOp::create(b, large, aligned);
   }
 
-  /// Erases the prologue, which the norm now computes itself.
-  void erasePrologue(ConversionPatternRewriter &rewriter) {
+  /// Replaces the norm's op with `results`, its normalized result first,
+  /// which the epilogue, where there is one, gives in its place; and erases
+  /// the prologue, which the norm now computes itself.
+  void replace(Operation *op, SmallVector<Value> results,
+               ConversionPatternRewriter &rewriter) {
+    if (epilogue) {
+      rewriter.replaceOp(epilogue, results.front());
+      // The norm's own result had no reader but the epilogue: it is never
+      // stored.
+      SmallVector<Value> extents;
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        if (type.isDynamicDim(dim))
+          extents.push_back(memref::DimOp::create(b, shapeSource, dim));
+      results.front() = tensor::EmptyOp::create(b, type.getShape(),
+                                                type.getElementType(), extents);
+    }
+    rewriter.replaceOp(op, results);
     if (prologue)
       rewriter.eraseOp(prologue);
   }
@@ -175,9 +245,17 @@ struct NormRows {
   int64_t leadingRank;
   CPUNormStrategy strategy;
   RowEmitter emit;
-  linalg::GenericOp prologue;
+  /// The elementwise ops that compute the input for the norm alone and that
+  /// alone read its result; null where there are none.
+  linalg::GenericOp prologue, epilogue;
+  /// The norm's normalized result, which the epilogue reads.
+  Value normalized;
   /// The input, or the prologue's operands, as [rows, n].
   SmallVector<Value> inputs;
+  /// The epilogue's operands as [rows, n]; null for the norm's result.
+  SmallVector<Value> epilogueInputs;
+  /// What the result buffer holds: the norm's result, or the epilogue's.
+  RankedTensorType outputType;
   Value shapeSource, resultBuffer, y, rows, n, inverseCount;
 };
 
@@ -197,7 +275,7 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), target);
+    NormRows norm(b, op, adaptor.getInput(), op.getNormalizedRank(), target);
     RowEmitter &emit = norm.emit;
     Value gamma = emit.widenedOnce(
         emit.flatView(emit.readBuffer(adaptor.getGamma())), norm.n);
@@ -247,16 +325,15 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
       Value offset =
           arith::NegFOp::create(b, arith::MulFOp::create(b, meanShift, rstd));
       Value rstdLanes = emit.splat(rstd), offsetLanes = emit.splat(offset);
-      emit.writeRow(
-          input, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
-            Value shifted = arith::SubFOp::create(b, x, pivotLanes);
-            Value y = math::FmaOp::create(b, shifted, rstdLanes, offsetLanes);
-            if (gamma)
-              y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
-            if (beta)
-              y = arith::AddFOp::create(b, y, emit.load(beta, column, mask));
-            return y;
-          });
+      norm.writeRow(row, [&](Value x, Value column, Value mask) {
+        Value shifted = arith::SubFOp::create(b, x, pivotLanes);
+        Value y = math::FmaOp::create(b, shifted, rstdLanes, offsetLanes);
+        if (gamma)
+          y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
+        if (beta)
+          y = arith::AddFOp::create(b, y, emit.load(beta, column, mask));
+        return y;
+      });
       if (means) {
         memref::StoreOp::create(b, arith::AddFOp::create(b, pivot, meanShift),
                                 means, row);
@@ -265,13 +342,12 @@ struct LayerNormToVector : NormToVectorPattern<LayerNormOp> {
     });
 
     SmallVector<Value> results{
-        emit.toTensor(norm.resultBuffer, op.getOutput().getType())};
+        emit.toTensor(norm.resultBuffer, norm.outputType)};
     if (op.getReturnStats()) {
       results.push_back(emit.toTensor(meanBuffer, op.getMean().getType()));
       results.push_back(emit.toTensor(rstdBuffer, op.getRstd().getType()));
     }
-    rewriter.replaceOp(op, results);
-    norm.erasePrologue(rewriter);
+    norm.replace(op, results, rewriter);
     return success();
   }
 };
@@ -283,7 +359,7 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    NormRows norm(b, adaptor.getInput(), op.getNormalizedRank(), target);
+    NormRows norm(b, op, adaptor.getInput(), op.getNormalizedRank(), target);
     RowEmitter &emit = norm.emit;
     Value gamma = emit.widenedOnce(
         emit.flatView(emit.readBuffer(adaptor.getGamma())), norm.n);
@@ -296,17 +372,15 @@ struct RMSNormToVector : NormToVectorPattern<RMSNormOp> {
       });
       Value scale =
           emit.splat(emit.reciprocalRoot(squares, norm.inverseCount, epsilon));
-      emit.writeRow(
-          input, norm.y, row, norm.n, [&](Value x, Value column, Value mask) {
-            Value y = arith::MulFOp::create(b, x, scale);
-            if (gamma)
-              y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
-            return y;
-          });
+      norm.writeRow(row, [&](Value x, Value column, Value mask) {
+        Value y = arith::MulFOp::create(b, x, scale);
+        if (gamma)
+          y = arith::MulFOp::create(b, y, emit.load(gamma, column, mask));
+        return y;
+      });
     });
-    rewriter.replaceOp(
-        op, emit.toTensor(norm.resultBuffer, op.getOutput().getType()));
-    norm.erasePrologue(rewriter);
+    norm.replace(op, {emit.toTensor(norm.resultBuffer, norm.outputType)},
+                 rewriter);
     return success();
   }
 };

@@ -8,7 +8,7 @@ import operator
 import torch
 
 from ._nodes import FLOATS as _FLOATS, REGION_OP, TREE_OPS, example_value as _value, op_name, writes_unseen
-from ._regions import Refused, exact_norm
+from ._regions import exact_norm
 
 
 def _is_eval_dropout(node):
@@ -196,9 +196,11 @@ def take_region_sublayers(gm, report, pipeline="cpu"):
         if found is None or added is None or tree_args is None:
             continue
         (call, norm), (add, dropout, residual) = found, added
-        try:
-            x, weight, bias = norm.operands(call.args[0])
-        except Refused:
+        x, weight, bias = norm.operands(call.args[0])
+        # fff::tree_sublayer's norm takes parameters of x's dtype, not the
+        # f32 ones of a mixed-type norm.
+        if any(p is not None and getattr(_value(p), "dtype", None) != getattr(_value(x), "dtype", None)
+               for p in (weight, bias)):
             continue
         values = [_value(n) for n in (x, residual, add, tree.args[0], tree)]
         if not all(isinstance(n, torch.fx.Node) for n in (x, residual)) or not _alike(values):

@@ -142,3 +142,92 @@ func.func @residual_prologue(%x: tensor<?x96xbf16>, %a: tensor<?x96xbf16>, %s: b
   } -> tensor<?x96xbf16>
   return %y : tensor<?x96xbf16>
 }
+
+// -----
+
+// A mixed-type norm (torch's bf16 x with f32 parameters): the f32 norm reads
+// x through the cast that widens it and writes its result through the
+// elementwise epilogue that alone reads it (the cast that narrows it, here
+// with a residual add in bf16): the result is rounded to bf16 once, as the
+// unfused ops round it, and only the epilogue's rows are stored. No
+// generic is left and no f32 row is allocated.
+// CHECK-LABEL: func.func @mixed_type_epilogue
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref<?x100xf32>
+// CHECK:         memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x100xbf16>
+// CHECK-NOT:     memref<?x100xf32>
+// CHECK:         scf.parallel
+// CHECK:           %[[GAMMA:.*]] = vector.load %{{.*}} : memref<100xf32>, vector<16xf32>
+// CHECK-NEXT:      %[[Y:.*]] = arith.mulf %{{.*}}, %[[GAMMA]] : vector<16xf32>
+// CHECK-NEXT:      %[[RESIDUAL:.*]] = vector.load %{{.*}} : memref<?x100xbf16>, vector<16xbf16>
+// CHECK-NEXT:      %[[NARROW:.*]] = arith.truncf %[[Y]] : vector<16xf32> to vector<16xbf16>
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[NARROW]], %[[RESIDUAL]] : vector<16xbf16>
+// CHECK-NEXT:      vector.store %[[SUM]], %{{.*}} : memref<?x100xbf16>, vector<16xbf16>
+// CHECK:           vector.maskedstore %{{.*}} : memref<?x100xbf16>, vector<16xi1>, vector<16xbf16>
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref<?x100xf32>
+// CHECK:         return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @mixed_type_epilogue(%x: tensor<?x100xbf16>, %g: tensor<100xf32>, %r: tensor<?x100xbf16>)
+    -> tensor<?x100xbf16> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x100xbf16>
+  %e32 = tensor.empty(%rows) : tensor<?x100xf32>
+  %e16 = tensor.empty(%rows) : tensor<?x100xbf16>
+  %y = fff.fusion ins(%x, %g, %r, %e32, %e16 : tensor<?x100xbf16>, tensor<100xf32>, tensor<?x100xbf16>,
+                                            tensor<?x100xf32>, tensor<?x100xbf16>) {
+  ^bb0(%p: tensor<?x100xbf16>, %w: tensor<100xf32>, %q: tensor<?x100xbf16>, %o32: tensor<?x100xf32>,
+       %o16: tensor<?x100xbf16>):
+    %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%p : tensor<?x100xbf16>) outs(%o32 : tensor<?x100xf32>) {
+    ^bb1(%u: bf16, %v: f32):
+      %t = arith.extf %u : bf16 to f32
+      linalg.yield %t : f32
+    } -> tensor<?x100xf32>
+    %n = fff.rms_norm %wide scale(%w : tensor<100xf32>) : tensor<?x100xf32>
+    %out = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%n, %q : tensor<?x100xf32>, tensor<?x100xbf16>) outs(%o16 : tensor<?x100xbf16>) {
+    ^bb1(%u: f32, %v: bf16, %z: bf16):
+      %t = arith.truncf %u : f32 to bf16
+      %s = arith.addf %t, %v : bf16
+      linalg.yield %s : bf16
+    } -> tensor<?x100xbf16>
+    fff.yield %out : tensor<?x100xbf16>
+  } -> tensor<?x100xbf16>
+  return %y : tensor<?x100xbf16>
+}
+
+// -----
+
+// An epilogue that only narrows the f32 result (a mixed-type norm's cast
+// back to bf16) is the store's own rounding: the row goes straight into a
+// bf16 buffer. The result's extent, read to size the cast's init, does not
+// keep the epilogue apart.
+// CHECK-LABEL: func.func @narrowing_epilogue
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref.alloc{{.*}}memref<?x64xf32>
+// CHECK:         %[[Y:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64xbf16>
+// CHECK:         scf.parallel
+// CHECK:           arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK-NEXT:      vector.store %{{.*}}, %[[Y]]
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref.alloc{{.*}}memref<?x64xf32>
+// CHECK:         return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @narrowing_epilogue(%x: tensor<?x64xf32>) -> tensor<?x64xbf16> {
+  %y = fff.fusion ins(%x : tensor<?x64xf32>) {
+  ^bb0(%p: tensor<?x64xf32>):
+    %c0 = arith.constant 0 : index
+    %n = fff.rms_norm %p : tensor<?x64xf32>
+    %rows = tensor.dim %n, %c0 : tensor<?x64xf32>
+    %e = tensor.empty(%rows) : tensor<?x64xbf16>
+    %out = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%n : tensor<?x64xf32>) outs(%e : tensor<?x64xbf16>) {
+    ^bb1(%u: f32, %z: bf16):
+      %t = arith.truncf %u : f32 to bf16
+      linalg.yield %t : bf16
+    } -> tensor<?x64xbf16>
+    fff.yield %out : tensor<?x64xbf16>
+  } -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
