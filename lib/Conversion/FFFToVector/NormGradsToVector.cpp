@@ -332,12 +332,7 @@ struct GradRows {
     if (epilogue) {
       rewriter.replaceOp(epilogue, values.front());
       // dx had no reader but the epilogue: it is never stored.
-      SmallVector<Value> extents;
-      for (int64_t dim = 0; dim < type.getRank(); ++dim)
-        if (type.isDynamicDim(dim))
-          extents.push_back(memref::DimOp::create(b, xBuffer, dim));
-      values.front() = tensor::EmptyOp::create(b, type.getShape(),
-                                               type.getElementType(), extents);
+      values.front() = emit.emptyLike(type, xBuffer);
     }
     llvm::append_range(values,
                        parameterGradients(op->getResults().drop_front()));

@@ -228,12 +228,7 @@ struct NormRows {
       rewriter.replaceOp(epilogue, results.front());
       // The norm's own result had no reader but the epilogue: it is never
       // stored.
-      SmallVector<Value> extents;
-      for (int64_t dim = 0; dim < type.getRank(); ++dim)
-        if (type.isDynamicDim(dim))
-          extents.push_back(memref::DimOp::create(b, shapeSource, dim));
-      results.front() = tensor::EmptyOp::create(b, type.getShape(),
-                                                type.getElementType(), extents);
+      results.front() = emit.emptyLike(type, shapeSource);
     }
     rewriter.replaceOp(op, results);
     if (prologue)

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <optional>
@@ -34,6 +35,18 @@ public:
     return VectorEmitter::alloc(type, type.getElementType(), [&](int64_t dim) {
       return mlir::memref::DimOp::create(b, like, dim).getResult();
     });
+  }
+
+  /// An empty tensor shaped like `type`, whose dynamic extents are those of
+  /// `like` (a buffer of the same rank): what stands for a result that an
+  /// epilogue took over, so that nothing stores it.
+  mlir::Value emptyLike(mlir::RankedTensorType type, mlir::Value like) {
+    llvm::SmallVector<mlir::Value> extents;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      if (type.isDynamicDim(dim))
+        extents.push_back(mlir::memref::DimOp::create(b, like, dim));
+    return mlir::tensor::EmptyOp::create(b, type.getShape(),
+                                         type.getElementType(), extents);
   }
 
   /// `buffer` viewed as [rows, n]: its first `leadingRank` dims and the rest
