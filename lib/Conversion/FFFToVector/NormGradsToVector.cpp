@@ -169,16 +169,9 @@ struct GradRows {
     // vector rounds it.
     if (!epilogue || isNarrowingEpilogue(epilogue))
       return emit.store(value, dx, {row, column}, mask);
-    Type element = type.getElementType();
-    Value dxValue = element.isF32() ? value : emit.narrow(value, element);
-    SmallVector<Value> operands;
-    for (Value source : epilogueInputs)
-      operands.push_back(source ? emit.loadRaw(source, {row, column}, mask)
-                                : dxValue);
-    emit.store(
-        evaluateLaneWise(b, *epilogue.getBody(), operands, emit.getLanes())
-            .front(),
-        dx, {row, column}, mask);
+    emit.store(emit.evaluateEpilogue(epilogue, epilogueInputs, value,
+                                     type.getElementType(), row, column, mask),
+               dx, {row, column}, mask);
   }
 
   Value scaledGrad(Value dyValue, Value column, Value mask) {

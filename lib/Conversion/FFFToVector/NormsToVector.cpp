@@ -136,17 +136,9 @@ struct NormRows {
     // The epilogue's result has the buffer's type: stores round nothing.
     auto write = [&](Value j, Value mask) {
       Value value = compute(input(row, j, mask), j, mask);
-      if (!type.getElementType().isF32())
-        value = arith::TruncFOp::create(
-            b, VectorType::get({strategy.lanes}, type.getElementType()), value);
-      SmallVector<Value> operands;
-      for (Value source : epilogueInputs)
-        operands.push_back(source ? emit.loadRaw(source, {row, j}, mask)
-                                  : value);
-      emit.store(
-          evaluateLaneWise(b, *epilogue.getBody(), operands, strategy.lanes)
-              .front(),
-          y, {row, j}, mask);
+      emit.store(emit.evaluateEpilogue(epilogue, epilogueInputs, value,
+                                       type.getElementType(), row, j, mask),
+                 y, {row, j}, mask);
     };
     emit.forEachStep(
         n, strategy.lanes, [&](Value j) { write(j, Value()); }, write);

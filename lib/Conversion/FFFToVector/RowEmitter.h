@@ -9,6 +9,7 @@
 #ifndef FFF_LIB_CONVERSION_FFFTOVECTOR_ROWEMITTER_H
 #define FFF_LIB_CONVERSION_FFFTOVECTOR_ROWEMITTER_H
 
+#include "LaneWise.h"
 #include "VectorEmitter.h"
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 #include "fff/Conversion/RowLoops.h"
@@ -47,6 +48,25 @@ public:
         extents.push_back(mlir::memref::DimOp::create(b, like, dim));
     return mlir::tensor::EmptyOp::create(b, type.getShape(),
                                          type.getElementType(), extents);
+  }
+
+  /// The vector at (row, column) of `epilogue`, an elementwise op that
+  /// alone reads a producer's result: its body on `result` (the producer's
+  /// f32 vector, rounded first to the result's `element` type, as a store
+  /// would) and on its other operands' rows (`inputs`: [rows, n] views, null
+  /// in the result's place).
+  mlir::Value evaluateEpilogue(mlir::linalg::GenericOp epilogue,
+                               mlir::ArrayRef<mlir::Value> inputs,
+                               mlir::Value result, mlir::Type element,
+                               mlir::Value row, mlir::Value column,
+                               mlir::Value mask) {
+    mlir::Value rounded = element.isF32() ? result : narrow(result, element);
+    llvm::SmallVector<mlir::Value> operands;
+    for (mlir::Value source : inputs)
+      operands.push_back(source ? loadRaw(source, {row, column}, mask)
+                                : rounded);
+    return evaluateLaneWise(b, *epilogue.getBody(), operands, getLanes())
+        .front();
   }
 
   /// `buffer` viewed as [rows, n]: its first `leadingRank` dims and the rest

@@ -10,7 +10,7 @@ import torch
 from ._devices import CPU
 from ._nodes import FLOATS, example_value
 from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS, _bound
-from ._training import Unsupported, executable, train_op
+from ._training import Unsupported, executable, parameter_dtype, train_op
 
 _TRAINED_OPS = {"fff.layer_norm_train.default", "fff.rms_norm_train.default"}
 
@@ -32,13 +32,6 @@ def _parameter_fits(parameter, x, normalized_shape, mixed=False):
     dtypes = (x.dtype, torch.float32) if mixed and x.dtype in (torch.float16, torch.bfloat16) else (x.dtype,)
     return isinstance(parameter, torch.fx.Node) and isinstance(value, torch.Tensor) and \
         value.dtype in dtypes and tuple(value.shape) == normalized_shape
-
-
-def _common_dtype(weight, bias):
-    """The dtype of the parameters (nodes, or None), or None where there
-    are none or they differ."""
-    dtypes = {example_value(p).dtype for p in (weight, bias) if p is not None}
-    return dtypes.pop() if len(dtypes) == 1 else None
 
 
 def _static(extents):
@@ -67,19 +60,17 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
         reason = "its normalized extents are dynamic"
     elif not all(_parameter_fits(p, value, tuple(value.shape[value.dim() - normalized_ndim:]), mixed)
                  for p in (weight, bias)):
-        reason = "its weight or bias is not of its input's dtype and normalized shape"
-        if mixed:
-            reason = "its weight or bias is not of its normalized shape, or of its input's dtype or f32"
-    elif weight is None and bias is not None and _common_dtype(weight, bias) != value.dtype:
-        reason = f"its bias is not of its input's dtype {value.dtype}, and it has no weight"
-    elif _common_dtype(weight, bias) is None and weight is not None and bias is not None:
-        reason = "its weight and bias are of different dtypes"
+        reason = "its weight or bias is not of its normalized shape, or of its input's dtype" + \
+            (" or f32" if mixed else "")
     else:
         normalized_shape = tuple(value.shape[value.dim() - normalized_ndim:])
         try:
+            # The ops' own rule for the parameters' dtype (one for both, a
+            # weight where it is not x's), then the executable's.
+            parameters = [None if p is None else example_value(p) for p in (weight, bias)]
             executable(kind, value.dtype, normalized_shape, weight is not None, bias is not None, eps, placement,
-                       _common_dtype(weight, bias))
-        except Unsupported as refusal:
+                       parameter_dtype(value, *parameters))
+        except (Unsupported, ValueError) as refusal:
             reason = str(refusal)
     if reason:
         for n in ops:
@@ -90,11 +81,11 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
     with gm.graph.inserting_before(node):
         call = gm.graph.call_function(train_op(kind), arguments, emulated)
         y = gm.graph.call_function(operator.getitem, (call, 0)) if kind == "layer_norm" else call
-    y.meta["example_value"] = example_value(results[0])
-    for result in results:
-        result.replace_all_uses_with(y)
-        if result is not node:
-            gm.graph.erase_node(result)
+    y.meta["example_value"] = result
+    for replaced in results:
+        replaced.replace_all_uses_with(y)
+        if replaced is not node:
+            gm.graph.erase_node(replaced)
     gm.graph.erase_node(node)
     report.take(f"fff::{kind}_train", [kind], ops, pipeline=placement.pipeline)
     report.take_backward(f"fff::{kind}_train_backward", [f"{kind}_grad"], ops, pipeline=placement.pipeline)

@@ -403,7 +403,7 @@ def prepare_masked_dy(kind, x, weight, has_bias, normalized_ndim, eps, emulate_c
         raise Unsupported(str(error))
     with unset_fake_temporarily():
         executable(kind, x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
-                   placement, _parameter_dtype(x, weight)).with_masked_dy(dy_scale)
+                   placement, parameter_dtype(x, weight)).with_masked_dy(dy_scale)
 
 
 def release_executables():
@@ -447,7 +447,7 @@ def _normalized(x, normalized_ndim):
     return tuple(x.shape[x.dim() - normalized_ndim:])
 
 
-def _parameter_dtype(x, weight, bias=None):
+def parameter_dtype(x, weight, bias=None):
     """The dtype of a norm's parameters, x's where it has none: the weight
     and bias share one. A backward op knows it from the weight alone, so a
     norm whose parameters are not of x's dtype (_mixed) has a weight."""
@@ -473,7 +473,7 @@ def layer_norm_train(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.T
     emulator (the backend's option of that name)."""
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None,
                      bias is not None, eps, placement_of_device(x.device, emulate_cuda),
-                     _parameter_dtype(x, weight, bias))
+                     parameter_dtype(x, weight, bias))
     y, mean, rstd = exe.forward(x, weight, bias)
     return y, mean, rstd
 
@@ -499,7 +499,7 @@ def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Ten
     both from backward graphs."""
     _check_fused_inputs(x, residual_grad, dy_keep)
     exe = executable("layer_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, has_bias, eps,
-                     placement_of_device(x.device, emulate_cuda), _parameter_dtype(x, weight))
+                     placement_of_device(x.device, emulate_cuda), parameter_dtype(x, weight))
     count_backward("layer_norm_grad", residual_grad, dy_keep)
     grads = exe.backward(dy, x, (mean, rstd), weight, residual_grad, dy_keep, dy_scale)
     return grads[0], grads[1] if weight is not None else _no_grad(x), grads[-1] if has_bias else _no_grad(x)
@@ -509,7 +509,7 @@ def layer_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, mean: torch.Ten
 def _(dy, x, mean, rstd, weight, normalized_ndim, has_bias, eps, residual_grad=None, emulate_cuda=False,
       dy_keep=None, dy_scale=1.0):
     _check_fused_inputs(x, residual_grad, dy_keep)
-    shape, dtype = _normalized(x, normalized_ndim), _parameter_dtype(x, weight)
+    shape, dtype = _normalized(x, normalized_ndim), parameter_dtype(x, weight)
     return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
             x.new_empty(shape if weight is not None else (0,), dtype=dtype),
             x.new_empty(shape if has_bias else (0,), dtype=dtype))
@@ -550,7 +550,7 @@ def rms_norm_train(x: torch.Tensor, weight: torch.Tensor | None, normalized_ndim
     """RMSNorm over x's trailing `normalized_ndim` dims (`emulate_cuda` as
     for layer_norm_train)."""
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
-                     placement_of_device(x.device, emulate_cuda), _parameter_dtype(x, weight))
+                     placement_of_device(x.device, emulate_cuda), parameter_dtype(x, weight))
     return exe.forward(x, weight, None)[0]
 
 
@@ -568,7 +568,7 @@ def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Ten
     `residual_grad` and `dy_keep`, as layer_norm_train_backward."""
     _check_fused_inputs(x, residual_grad, dy_keep)
     exe = executable("rms_norm", x.dtype, _normalized(x, normalized_ndim), weight is not None, False, eps,
-                     placement_of_device(x.device, emulate_cuda), _parameter_dtype(x, weight))
+                     placement_of_device(x.device, emulate_cuda), parameter_dtype(x, weight))
     count_backward("rms_norm_grad", residual_grad, dy_keep)
     grads = exe.backward(dy, x, (), weight, residual_grad, dy_keep, dy_scale)
     return grads[0], grads[1] if weight is not None else _no_grad(x)
@@ -578,7 +578,7 @@ def rms_norm_train_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Ten
 def _(dy, x, weight, normalized_ndim, eps, residual_grad=None, emulate_cuda=False, dy_keep=None, dy_scale=1.0):
     _check_fused_inputs(x, residual_grad, dy_keep)
     shape = _normalized(x, normalized_ndim) if weight is not None else (0,)
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape, dtype=_parameter_dtype(x, weight))
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty(shape, dtype=parameter_dtype(x, weight))
 
 
 def _rms_norm_setup(ctx, inputs, output):
