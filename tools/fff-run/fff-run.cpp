@@ -108,6 +108,11 @@ static cl::opt<bool> perfMap(
     cl::desc("Write /tmp/perf-<pid>.map, which names the compiled functions "
              "(the outlined parallel loop bodies included) for `perf report`"),
     cl::init(false));
+static cl::opt<std::string> objectFile(
+    "object-file",
+    cl::desc("Write the compiled code as an object file, whose disassembly "
+             "(objdump -d) the offsets `perf report` gives point into"),
+    cl::value_desc("path"), cl::init(""));
 
 namespace {
 
@@ -360,6 +365,7 @@ Error run() {
   auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
                                                targetMachine->get());
   options.transformer = transformer;
+  options.enableObjectDump = !objectFile.empty();
   SmallVector<StringRef> libraries{FFF_C_RUNNER_UTILS};
   options.sharedLibPaths = libraries;
   auto engine = ExecutionEngine::create(*module, options, std::move(*targetMachine));
@@ -385,6 +391,8 @@ Error run() {
     return symbols;
   });
   (*engine)->initialize();
+  if (!objectFile.empty())
+    (*engine)->dumpToObjectFile(objectFile);
   if (perfMap) {
     SmallVector<std::string> names;
     module->walk([&](LLVM::LLVMFuncOp f) {

@@ -177,7 +177,19 @@ def ConvertFFFTreesToVector : Pass<"convert-fff-trees-to-vector"> {
     Each level of a walk waits on the one before (its dot product, the
     comparison, the child's row), so tokens walk `walk_tokens` (4) at a
     time, their dot products interleaved, and the core works on one while
-    another's sums complete.
+    another's sums complete. Each token keeps `token_accumulators` partial
+    sums per dot product: the strategy's `accumulators`, or fewer where the
+    walking tokens' would take more than half the vector registers (two
+    with AVX2's 16, where four spilled). The output pass likewise keeps
+    as many vectors of each token's row in registers as fit.
+
+    A single tree's layer that moves 32 MiB or more (`min_streamed_bytes`:
+    its input, weights and result, more than a last-level cache holds)
+    writes its result with streaming stores on x86, fenced after each token
+    group, where the result's rows start on whole vectors: an ordinary
+    store first reads each line it overwrites, and the result would not
+    stay cached for its reader anyway. UltraFastBERT-1x11 at batch 4096
+    took 15-20% less time with both changes on this project's AVX2 machine.
 
     The tokens are regrouped once per tree, so that tokens that will read
     the same weights run one after the other and find them in the core's

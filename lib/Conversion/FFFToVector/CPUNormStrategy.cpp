@@ -3,8 +3,6 @@
 #include "fff/Conversion/FFFToVector/CPUNormStrategy.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 
@@ -26,8 +24,7 @@ fff::CPUNormStrategy fff::selectCPUNormStrategy(std::optional<int64_t> rowSize,
   // Measured here, a 64 MB LayerNorm result took 5.2-6.4 ms streamed
   // against 8.7-9.9 ms stored; a 12 MB one was no faster (0.64-1.04 ms
   // against 0.65-0.74).
-  bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
-  strategy.minStreamedBytes = x86 ? int64_t(32) << 20 : 0;
+  strategy.minStreamedBytes = hostMinStreamedBytes();
   return strategy;
 }
 

@@ -5,6 +5,7 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <algorithm>
 
@@ -17,6 +18,11 @@ int64_t fff::hostVectorBits() {
   if (features.lookup("avx2"))
     return 256;
   return 128;
+}
+
+int64_t fff::hostMinStreamedBytes() {
+  bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
+  return x86 ? int64_t(32) << 20 : 0;
 }
 
 bool fff::hostHasAVX512Bf16() {
@@ -38,6 +44,7 @@ fff::CPUVectorShape fff::selectCPUVectorShape(std::optional<int64_t> rowSize,
   shape.vectorBits =
       target.vectorBits > 0 ? target.vectorBits : hostVectorBits();
   shape.lanes = shape.vectorBits / 32;
+  shape.vectorRegisters = shape.vectorBits == 512 ? 32 : 16;
   // Four partial sums cover the 4-cycle latency of a vector add or FMA
   // issued once a cycle; a short row gets no more than it has vectors to
   // fill.

@@ -194,21 +194,12 @@ struct NormRows {
   /// and each row's length are multiples of it.
   Value resultIsStreamable() {
     int64_t elementBytes = outputType.getElementTypeBitWidth() / 8;
-    Value vectorBytes = emit.index(strategy.lanes * elementBytes);
-    Value rowBytes = arith::MulIOp::create(b, n, emit.index(elementBytes));
-    Value bytes = arith::MulIOp::create(b, rows, rowBytes);
-    Value start =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, resultBuffer);
-    Value zero = emit.index(0);
-    auto isZero = [&](Value value) {
-      return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, value, zero);
-    };
+    Value bytes = arith::MulIOp::create(
+        b, rows, arith::MulIOp::create(b, n, emit.index(elementBytes)));
     Value large = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bytes,
                                         emit.index(strategy.minStreamedBytes));
-    Value aligned = arith::AndIOp::create(
-        b, isZero(arith::RemUIOp::create(b, start, vectorBytes)),
-        isZero(arith::RemUIOp::create(b, rowBytes, vectorBytes)));
-    return arith::AndIOp::create(b, large, aligned);
+    return arith::AndIOp::create(b, large,
+                                 emit.startsOnWholeVectors(resultBuffer, n));
   }
 
   /// Replaces the norm's op with `results`, its normalized result first,

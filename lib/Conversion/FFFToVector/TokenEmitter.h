@@ -44,7 +44,7 @@ public:
   dotEach(mlir::Value x, mlir::ValueRange rows, mlir::Value w,
           llvm::ArrayRef<llvm::SmallVector<mlir::Value>> wAts, mlir::Value n) {
     return reduceEach(
-        n, strategy.accumulators, rows.size(),
+        n, strategy.tokenAccumulators, rows.size(),
         [&](int64_t k, mlir::Value i, mlir::Value partial, mlir::Value mask) {
           return mlir::math::FmaOp::create(b, load(x, {rows[k], i}, mask),
                                            load(w, at(wAts[k], i), mask),
@@ -146,10 +146,19 @@ public:
           store(total, y, {row, column}, mask);
       }
     };
+    int64_t vectors = rowVectors(tokens);
     forEachStep(
-        n, strategy.stepElements(),
-        [&](mlir::Value j) { block(j, strategy.accumulators, mlir::Value()); },
+        n, vectors * lanes,
+        [&](mlir::Value j) { block(j, vectors, mlir::Value()); },
         [&](mlir::Value j, mlir::Value mask) { block(j, 1, mask); });
+  }
+
+  /// The output vectors each of `tokens` tokens keeps in registers while
+  /// addScaledRows adds rows into them: the strategy's accumulators, or
+  /// fewer where they would not fit beside a scale and a weight vector.
+  int64_t rowVectors(int64_t tokens) const {
+    return std::clamp<int64_t>((strategy.vectorRegisters - 2) / tokens, 1,
+                               strategy.accumulators);
   }
 
   /// buffer[row, j] = f(buffer[row, j]) for j in [from, to), a vector at a

@@ -91,6 +91,20 @@ public:
     };
   }
 
+  /// Whether the result, whose rows are `out` wide, is to be written with
+  /// streaming stores: the layer moves at least `minBytes` (its input
+  /// `x`, weights `weights` and result together), and the result's rows
+  /// start on whole vectors.
+  Value isStreamable(Value x, ValueRange weights, Value out, int64_t minBytes) {
+    Value moved = emit.index(0);
+    for (Value buffer : llvm::concat<Value>(ValueRange{x, result}, weights))
+      moved = arith::AddIOp::create(b, moved, bytesOf(buffer));
+    Value large = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, moved,
+                                        emit.index(minBytes));
+    return arith::AndIOp::create(b, large,
+                                 emit.startsOnWholeVectors(result, out));
+  }
+
   /// Whether the sums are written into the result in a pass of their own
   /// (finishRow), rather than being the result.
   bool needsFinishing() const { return result != sums || epilogue; }
@@ -117,6 +131,16 @@ public:
   Value result;
 
 private:
+  /// The bytes `buffer` holds.
+  Value bytesOf(Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    Value bytes = emit.index(type.getElementTypeBitWidth() / 8);
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      bytes = arith::MulIOp::create(b, bytes,
+                                    memref::DimOp::create(b, buffer, dim));
+    return bytes;
+  }
+
   TokenEmitter &emit;
   ImplicitLocOpBuilder &b;
   Operation *layer;
@@ -175,6 +199,13 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
     Value sums = output.sums, result = output.result;
     auto finish = output.writer();
     bool singleTree = staticExtent(adaptor.getWIn(), 0) == int64_t(1);
+    // Whether a single tree's output pass writes the result with streaming
+    // stores (CPUTreeStrategy::minStreamedBytes); null: never.
+    Value streamed;
+    if (singleTree && strategy.minStreamedBytes > 0 &&
+        succeeded(emit.declareStreamingFence()))
+      streamed =
+          output.isStreamable(x, {wIn, wOut}, out, strategy.minStreamedBytes);
     int64_t sortLevel = strategy.sortLevel;
     Value nodes, order;
     if (sortLevel > 0) {
@@ -290,6 +321,29 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         });
       };
 
+      // `writeRows()`, the output pass of a token group, with streaming
+      // stores where `streamed` holds; they are fenced before the group
+      // ends, so that all are ordered before the token loop does.
+      auto streamingWhere = [&](function_ref<void()> writeRows) {
+        if (!streamed)
+          return writeRows();
+        scf::IfOp::create(
+            b, streamed,
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              emit.streamingStores = true;
+              writeRows();
+              emit.streamingStores = false;
+              emit.fenceStreamingStores();
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              writeRows();
+              scf::YieldOp::create(b);
+            });
+      };
+
       // addPath for the tokens at consecutive `positions`, one at a time.
       auto addPathsInTurn = [&](ValueRange positions,
                                 function_ref<Value(Value)> rowAt) {
@@ -334,7 +388,10 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
         emit.forEachTokenGroup(
             rows, workOf(levels, levels), [&](ValueRange walkRows) {
               walkPaths(walkRows, roots(walkRows), 0, levels);
-              addPathsInTurn(walkRows, [](Value position) { return position; });
+              streamingWhere([&] {
+                addPathsInTurn(walkRows,
+                               [](Value position) { return position; });
+              });
             });
         return;
       }
@@ -348,7 +405,7 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
           },
           [&](ValueRange positions, ValueRange walkRows, ValueRange starts) {
             walkPaths(walkRows, starts, sortLevel, levels);
-            addPaths(positions, walkRows, starts);
+            streamingWhere([&] { addPaths(positions, walkRows, starts); });
           });
     });
     output.replace(rewriter);

@@ -221,6 +221,21 @@ void fff::VectorEmitter::writeCheckedRow(
   bf16Rounding = Bf16Rounding::CheckedVector;
 }
 
+Value fff::VectorEmitter::startsOnWholeVectors(Value buffer,
+                                               Value rowElements) {
+  int64_t elementBytes =
+      cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() / 8;
+  Value vectorBytes = index(lanes * elementBytes);
+  Value rowBytes = arith::MulIOp::create(b, rowElements, index(elementBytes));
+  Value start = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+  auto isWhole = [&](Value bytes) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                 arith::RemUIOp::create(b, bytes, vectorBytes),
+                                 index(0));
+  };
+  return arith::AndIOp::create(b, isWhole(start), isWhole(rowBytes));
+}
+
 LogicalResult fff::VectorEmitter::declareStreamingFence() {
   streamingFence = intrinsic("llvm.x86.sse.sfence",
                              LLVM::LLVMVoidType::get(b.getContext()), {});

@@ -160,6 +160,12 @@ public:
   /// require.
   bool streamingStores = false;
 
+  /// Whether every whole vector of the rows of `rowElements` elements that
+  /// `buffer` holds starts on a multiple of the vector's size, as streaming
+  /// stores require: the buffer's start and each row's length are
+  /// multiples of it.
+  mlir::Value startsOnWholeVectors(mlir::Value buffer, mlir::Value rowElements);
+
   /// The lanes of the vector at column `j` that lie inside a row of `n`.
   mlir::Value tailMask(mlir::Value n, mlir::Value j) {
     return mlir::vector::CreateMaskOp::create(

@@ -11,7 +11,7 @@
 // The route: dot products of x and node_w into four partial sums.
 // CHECK:         scf.parallel
 // CHECK:           math.fma {{.*}} : vector<16xf32>
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, {{.*}}lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 8 : i64
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, {{.*}}lanes = 16 : i64, min_parallel_work = 524288 : i64, min_streamed_bytes = 0 : i64, sort_level = 8 : i64
 // pre = b1 + x @ w1 for a group of four rows: each starts from b1's row.
 // CHECK:         scf.parallel
 // CHECK:           %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<16xi1>

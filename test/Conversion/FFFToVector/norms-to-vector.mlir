@@ -17,14 +17,15 @@
 // A result of 32 MiB or more whose buffer and rows start on whole vectors
 // (64 bytes) is written with streaming stores, each row's fenced; else with
 // ordinary ones. Either way the rows are threaded when large.
+// CHECK:         %[[RESULT_ROW_BYTES:.*]] = arith.muli %{{.*}}, %c4
+// CHECK:         %[[BYTES:.*]] = arith.muli %{{.*}}, %[[RESULT_ROW_BYTES]]
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[BYTES]], %c33554432
 // CHECK:         %[[ROW_BYTES:.*]] = arith.muli %{{.*}}, %c4
-// CHECK:         %[[BYTES:.*]] = arith.muli %{{.*}}, %[[ROW_BYTES]]
 // CHECK:         %[[START:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
-// CHECK:         arith.cmpi uge, %[[BYTES]], %c33554432
 // CHECK:         arith.remui %[[ROW_BYTES]], %c64
 // CHECK:         arith.remui %[[START]], %c64
 // CHECK:         %[[ALIGNED:.*]] = arith.andi
-// CHECK:         %[[STREAM:.*]] = arith.andi %{{.*}}, %[[ALIGNED]]
+// CHECK:         %[[STREAM:.*]] = arith.andi %[[LARGE]], %[[ALIGNED]]
 // CHECK:         scf.if %[[STREAM]] {
 // CHECK:           scf.parallel
 // CHECK:             vector.store %{{.*}}, %[[Y]][%{{.*}}] {alignment = 64 : i64, nontemporal = true}

@@ -1,4 +1,5 @@
 // RUN: fff-opt %s --convert-fff-trees-to-vector="vector-bits=512 cache-bytes=2097152 integer-bf16" --split-input-file | FileCheck %s
+// RUN: fff-opt %s --convert-fff-trees-to-vector="vector-bits=256 cache-bytes=2097152 integer-bf16" --split-input-file | FileCheck %s --check-prefix=AVX2
 // RUN: not fff-opt %s --convert-fff-trees-to-vector=vector-bits=300 --split-input-file 2>&1 | FileCheck %s --check-prefix=BITS
 // RUN: not fff-opt %s --convert-fff-trees-to-vector=cache-bytes=-1 --split-input-file 2>&1 | FileCheck %s --check-prefix=CACHE
 
@@ -15,18 +16,40 @@
 // vectors of the token's sums from b_out and adds the scaled rows of w_out
 // of all twelve levels into them in registers, then stores them: the output
 // row is written once, and never read.
+// AVX2 has 16 vector registers, not 32: four tokens keep two partial sums
+// each (8 x 2 vectors a step), and four tokens' output pass keeps three
+// vectors each in registers (a token alone, four).
+// AVX2-LABEL: func.func @ultrafastbert
+// AVX2:         scf.parallel
+// AVX2:           scf.for {{.*}} step %c16{{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// AVX2-COUNT-8:     math.fma
+// AVX2:         } {fff.strategy = {{{.*}}lanes = 8 : i64{{.*}}token_accumulators = 2 : i64, vector_bits = 256 : i64, walk_tokens = 4 : i64}}
+// AVX2:         scf.parallel
+// AVX2:           scf.if
+// AVX2:             scf.if
+// AVX2:               scf.for {{.*}} step %c24
+// AVX2:             } else {
+// AVX2:               scf.for {{.*}} step %c32
 // CHECK-LABEL: func.func @ultrafastbert
 // CHECK-SAME:    %[[BO:[^:]*]]: tensor<768xf32>)
 // CHECK:         %[[BOB:.*]] = bufferization.to_buffer %[[BO]] read_only
 // CHECK:         %[[SUMS:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x768xf32>
+// A layer that moves 32 MiB or more (its input, weights and result) writes
+// its result with streaming stores, which skip reading each line they
+// overwrite, where the result's rows start on whole vectors (64 bytes).
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %{{.*}}, %c33554432
+// CHECK:         memref.extract_aligned_pointer_as_index %[[SUMS]]
+// CHECK:         %[[ALIGNED:.*]] = arith.andi
+// CHECK-NEXT:    %[[STREAMED:.*]] = arith.andi %[[LARGE]], %[[ALIGNED]]
 // CHECK:         %[[NODES:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
 // CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
 // CHECK:         %[[PATH:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x12xindex>
 // CHECK:         %[[SCALES:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x12xf32>
 // CHECK:         scf.for %[[TREE:.*]] = %{{.*}} to %{{.*}} step
 // Tokens walk four at a time, their dot products interleaved (4 x 4
-// partial sums), so that one token's chain of dependent sums does not leave
-// the core idle; the tokens left over walk one at a time.
+// partial sums: AVX-512's 32 registers hold them), so that one token's
+// chain of dependent sums does not leave the core idle; the tokens left
+// over walk one at a time.
 // CHECK:           %[[GROUPS:.*]] = arith.divui %{{.*}}, %c4
 // CHECK:           scf.parallel (%[[GROUP:.*]]) = (%{{.*}}) to (%[[GROUPS]])
 // CHECK:             %[[ROW:.*]] = arith.muli %[[GROUP]], %c4
@@ -42,7 +65,7 @@
 // CHECK:             math.erf %{{.*}} : vector<16xf32>
 // CHECK:             vector.maskedstore %[[SCALES]][%[[ROW]], %{{.*}}]
 // CHECK:             memref.store %{{.*}}, %[[NODES]][%[[ROW]]]
-// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 5 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, min_streamed_bytes = 33554432 : i64, sort_level = 5 : i64, token_accumulators = 4 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:           %[[GROUPED:.*]] = arith.muli %[[GROUPS]], %c4
 // CHECK:           scf.for %{{.*}} = %[[GROUPED]] to
 // CHECK:             scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (index)
@@ -62,6 +85,15 @@
 // Tokens walking together from one node of level 5 share the path above
 // it: their output pass loads each weight vector of levels 0-5 once for all
 // four, then each token's own for levels 6-11, its sums in the same order.
+// The output pass of a streamed result comes first; each token group's
+// streaming stores are fenced before it ends (they are weakly ordered).
+// CHECK:             scf.if %[[STREAMED]] {
+// CHECK:               arith.andi
+// CHECK:               %[[SAME:.*]] = arith.andi
+// CHECK-NEXT:          scf.if %[[SAME]] {
+// CHECK:                 vector.store %{{.*}}, %[[SUMS]][%[[TOKEN]], %{{.*}}] {alignment = 64 : i64, nontemporal = true}
+// CHECK:               llvm.call @llvm.x86.sse.sfence()
+// CHECK:             } else {
 // CHECK:             arith.andi
 // CHECK:             %[[SAME:.*]] = arith.andi
 // CHECK-NEXT:        scf.if %[[SAME]] {
@@ -108,7 +140,7 @@ func.func @ultrafastbert(%x: tensor<?x768xf32>, %wi: tensor<1x4095x768xf32>, %bi
 // CHECK:             scf.if
 // CHECK:               arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK:               vector.store %{{.*}}, %[[RESULT]]
-// CHECK:           } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 0 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:           } {fff.strategy = {accumulators = 2 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, min_streamed_bytes = 33554432 : i64, sort_level = 0 : i64, token_accumulators = 2 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:         bufferization.to_tensor %[[RESULT]] restrict writable
 func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tensor<2x7x40xbf16>) -> tensor<?x40xbf16> {
   %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64, activation = #fff.activation<silu>}
@@ -131,7 +163,7 @@ func.func @small_bf16(%x: tensor<?x40xbf16>, %wi: tensor<2x7x40xbf16>, %wo: tens
 // CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c3{{.*}} step {{.*}} -> (index, index, index, index)
 // CHECK-COUNT-4:     arith.cmpf oge
 // CHECK:           memref.store %{{.*}}, %[[LEAVES]][%[[ROW]]]
-// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, sort_level = 3 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
+// CHECK:         } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", cache_bytes = 2097152 : i64, lanes = 16 : i64, min_parallel_work = 524288 : i64, min_streamed_bytes = 0 : i64, sort_level = 3 : i64, token_accumulators = 4 : i64, vector_bits = 512 : i64, walk_tokens = 4 : i64}}
 // CHECK:         %[[ORDER:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xindex>
 // CHECK:         memref.alloc() {alignment = 64 : i64} : memref<9xindex>
 // CHECK:         arith.shrui %{{.*}}, %c0

@@ -58,6 +58,18 @@ struct CPUTreeStrategy : CPUVectorShape {
   /// each level of one walk waits on the last, and another token's walk
   /// fills the wait.
   int64_t walkTokens;
+  /// The partial sums each token of a walk keeps per dot product: as many
+  /// as `accumulators`, or fewer where walkTokens tokens' would take more
+  /// than half the vector registers. Every token's dot product has this
+  /// many whatever tokens it walks with, so that its bits, and its route,
+  /// do not depend on them.
+  int64_t tokenAccumulators;
+  /// The fewest bytes a single tree's layer must move (its input, weights
+  /// and result) for its result to be written with streaming stores, where
+  /// its rows start on whole vectors; 0: never. Past a last-level cache's
+  /// worth, the result would not stay cached for the next op, and ordinary
+  /// stores would first read every line they write.
+  int64_t minStreamedBytes;
 
   /// The strategy as an attribute, for `fff.strategy` on the token loops.
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;

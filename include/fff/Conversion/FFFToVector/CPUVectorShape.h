@@ -37,6 +37,10 @@ struct CPUVectorShape {
   /// Independent partial sums per reduction; each vector add waits only for
   /// the one `accumulators` steps back.
   int64_t accumulators;
+  /// The vector registers the target has (x86-64: 32 with AVX-512, else
+  /// 16): loops that keep several tokens' sums in registers size their
+  /// blocks to fit, since a block one register too large spills.
+  int64_t vectorRegisters;
   /// Whether f32 vectors are rounded to bf16 with AVX512-BF16's
   /// vcvtneps2bf16, else with integer operations. Both round to nearest,
   /// ties to even; the few vectors holding a NaN or a subnormal, which the
@@ -58,6 +62,12 @@ int64_t hostVectorBits();
 
 /// Whether this machine's CPU has AVX512-BF16.
 bool hostHasAVX512Bf16();
+
+/// The fewest bytes a loop must move, on this host, before its results are
+/// worth writing with streaming stores: about a last-level cache's worth,
+/// past which what it writes would not stay cached for its reader anyway.
+/// 0 (never) on hosts other than x86.
+int64_t hostMinStreamedBytes();
 
 /// Fails with a one-line error on `op` unless `vectorBits` is 0 (this
 /// host's), 128, 256 or 512.
