@@ -37,7 +37,7 @@ public:
       : VectorEmitter(b, strategy), strategy(strategy) {}
 
   /// The dot products of rows rows[k] of x with rows wAts[k] of w, over
-  /// [0, n), interleaved, each into the strategy's accumulators (masked
+  /// [0, n), interleaved, each into the strategy's tokenAccumulators (masked
   /// lanes load zeros, whose products add nothing). A token's dot product
   /// has the same bits whichever tokens it is interleaved with.
   llvm::SmallVector<mlir::Value>
@@ -93,7 +93,7 @@ public:
   /// y[rows[k], j] = start(j) + the sum of scale * w[row..., j] over the
   /// terms of `groups`, in order, for j in [0, n) and each token k; `start`
   /// defaults to y[rows[k], j], and `write` (which may write elsewhere) to
-  /// storing into y. Each token's `accumulators` output vectors stay in
+  /// storing into y. Each token's rowVectors output vectors stay in
   /// registers across all the terms, so that y is read and written once,
   /// not once per term. A token's sums are built in the same order
   /// whichever tokens share the call, so they have the same bits.

@@ -42,8 +42,9 @@ constexpr int64_t kMinParallelTreeWork = int64_t(1) << 19;
 
 /// `accumulators` also sets how many vectors of hidden units leaf_tree_ffn
 /// computes together (or, for fewer units, how many partial sums of each),
-/// and how many output vectors stay in registers while weight rows are
-/// added into them.
+/// and how many output vectors of a token alone stay in registers while
+/// weight rows are added into them (TokenEmitter::rowVectors: fewer for
+/// several tokens at once).
 struct CPUTreeStrategy : CPUVectorShape {
   /// The level at which tokens are regrouped by the node they reached (for
   /// leaf_tree_ffn: the leaf's ancestor at that level); 0: never.
