@@ -1,9 +1,11 @@
-# Norms whose result is 32 MiB or more are written with streaming stores
-# (convert-fff-norms-to-vector's min_streamed_bytes): checked through
-# --fff-cpu-pipeline and fff-run against float64 numpy, f32 and bf16, layer
-# and RMS, threaded and not; their rows hold the same bits as the same rows
-# normed in a small call, written with ordinary stores; and a row length
-# that is no whole number of vectors takes ordinary stores, and is right.
+# Norms whose result is 32 MiB or more, and single-tree tree_ffn layers that
+# move 32 MiB or more (input, weights and result), are written with
+# streaming stores (min_streamed_bytes of convert-fff-norms-to-vector and
+# convert-fff-trees-to-vector): checked through --fff-cpu-pipeline and
+# fff-run against float64 numpy, f32 and bf16, threaded and not; their rows
+# hold the same bits as the same rows of a small call, written with
+# ordinary stores; and a row length that is no whole number of vectors
+# takes ordinary stores, and is right.
 #
 # REQUIRES: numpy
 # RUN: %python %s | FileCheck %s
@@ -11,7 +13,8 @@
 
 import numpy as np
 
-from fffcheck import TOLERANCE, Checker, dequantize, norm_function, norm_rows_ref, quantize, run
+from fffcheck import (TOLERANCE, Checker, dequantize, norm_function, norm_rows_ref, quantize, run, stable_tree_inputs,
+                      tree_ffn_function, tree_ffn_ref)
 
 rng = np.random.default_rng(1201)
 check = Checker()
@@ -40,4 +43,34 @@ check_norm("rms_norm", "f32", 4096, 2048, streamed=True)
 check_norm("layer_norm", "bf16", 8192, 2048, streamed=True)
 check_norm("rms_norm", "bf16", 8192, 2048, streamed=True)
 check_norm("layer_norm", "f32", 4100, 2050, streamed=False)
+
+
+def check_tree(dtype, rows, width, streamed):
+    """An UltraFastBERT-1x11-sized tree (depth 11, 768 wide in, `width` out,
+    biases, GELU) on `rows` tokens whose routes are clear of rounding."""
+    depth, din = 11, 768
+    nodes = 2 ** (depth + 1) - 1
+    w_in_arr, w_in = quantize(rng.standard_normal((1, nodes, din)) / np.sqrt(din), dtype)
+    b_in_arr, b_in = quantize(rng.standard_normal((1, nodes)) * 0.1, dtype)
+    w_out_arr, w_out = quantize(rng.standard_normal((1, nodes, width)) / np.sqrt(depth + 1), dtype)
+    b_out_arr, b_out = quantize(rng.standard_normal(width) * 0.1, dtype)
+    x_arr, x = stable_tree_inputs(rng, rows, din, dtype, w_in, b_in, depth)
+    mlir = tree_ffn_function(dtype, rows, din, width, 1, depth, "gelu", dynamic=True, in_bias=True, out_bias=True)
+    name = f"tree_ffn 1x11 {rows}x{din}->{width} {dtype} ({'streamed' if streamed else 'stored'})"
+    weights = [w_in_arr, b_in_arr, w_out_arr, b_out_arr]
+    (y,) = run(mlir, "f", [x_arr, *weights], 1)
+    check.close(name, dequantize(y, dtype), tree_ffn_ref(x, w_in, b_in, w_out, b_out, depth, "gelu"),
+                TOLERANCE[dtype])
+    (one_thread,) = run(mlir, "f", [x_arr, *weights], 1, extra_flags=["--threads", "1"])
+    check.equal(f"{name}: the same bits in one thread", one_thread, y)
+    (small,) = run(mlir, "f", [x_arr[:40], *weights], 1)
+    check.equal(f"{name}: its first rows as a small call's", y[:40], small)
+
+
+# 25 MiB of f32 weights with 2048 tokens' rows (37.7 MB in all), 12.6 MiB of
+# bf16 ones with 8192 (37.7 MB); and rows of 770 f32 (3080 bytes, no whole
+# number of vectors), stored the ordinary way.
+check_tree("f32", 2048, 768, streamed=True)
+check_tree("bf16", 8192, 768, streamed=True)
+check_tree("f32", 2048, 770, streamed=False)
 check.finish()
