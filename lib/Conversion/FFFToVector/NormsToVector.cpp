@@ -170,23 +170,13 @@ struct NormRows {
   void forEachRow(function_ref<void(Value row)> body) {
     if (strategy.minStreamedBytes == 0 || failed(emit.declareStreamingFence()))
       return emit.forEachRow(rows, n, body);
-    scf::IfOp::create(
-        b, resultIsStreamable(),
-        [&](OpBuilder &nested, Location) {
-          BuildInside inside(b, nested);
-          emit.streamingStores = true;
-          emit.forEachRow(rows, n, [&](Value row) {
-            body(row);
-            emit.fenceStreamingStores();
-          });
-          emit.streamingStores = false;
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &nested, Location) {
-          BuildInside inside(b, nested);
-          emit.forEachRow(rows, n, body);
-          scf::YieldOp::create(b);
-        });
+    emit.withStreamingStoresWhere(resultIsStreamable(), [&] {
+      emit.forEachRow(rows, n, [&](Value row) {
+        body(row);
+        if (emit.streamingStores)
+          emit.fenceStreamingStores();
+      });
+    });
   }
 
   /// Whether the result is large enough to stream, and every whole vector

@@ -327,21 +327,11 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
       auto streamingWhere = [&](function_ref<void()> writeRows) {
         if (!streamed)
           return writeRows();
-        scf::IfOp::create(
-            b, streamed,
-            [&](OpBuilder &nested, Location) {
-              BuildInside inside(b, nested);
-              emit.streamingStores = true;
-              writeRows();
-              emit.streamingStores = false;
-              emit.fenceStreamingStores();
-              scf::YieldOp::create(b);
-            },
-            [&](OpBuilder &nested, Location) {
-              BuildInside inside(b, nested);
-              writeRows();
-              scf::YieldOp::create(b);
-            });
+        emit.withStreamingStoresWhere(streamed, [&] {
+          writeRows();
+          if (emit.streamingStores)
+            emit.fenceStreamingStores();
+        });
       };
 
       // addPath for the tokens at consecutive `positions`, one at a time.

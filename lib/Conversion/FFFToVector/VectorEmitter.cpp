@@ -236,6 +236,24 @@ Value fff::VectorEmitter::startsOnWholeVectors(Value buffer,
   return arith::AndIOp::create(b, isWhole(start), isWhole(rowBytes));
 }
 
+void fff::VectorEmitter::withStreamingStoresWhere(Value condition,
+                                                  function_ref<void()> write) {
+  scf::IfOp::create(
+      b, condition,
+      [&](OpBuilder &nested, Location) {
+        BuildInside inside(b, nested);
+        streamingStores = true;
+        write();
+        streamingStores = false;
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &nested, Location) {
+        BuildInside inside(b, nested);
+        write();
+        scf::YieldOp::create(b);
+      });
+}
+
 LogicalResult fff::VectorEmitter::declareStreamingFence() {
   streamingFence = intrinsic("llvm.x86.sse.sfence",
                              LLVM::LLVMVoidType::get(b.getContext()), {});

@@ -153,6 +153,13 @@ public:
   /// x86's non-temporal stores are otherwise weakly ordered.
   void fenceStreamingStores();
 
+  /// `write()` twice, under an scf.if on `condition`: with streamingStores
+  /// set where it holds, else with ordinary stores. `write` fences the
+  /// streaming stores it issues (fenceStreamingStores) before its thread's
+  /// share of the work ends.
+  void withStreamingStoresWhere(mlir::Value condition,
+                                llvm::function_ref<void()> write);
+
   /// Whether whole vectors are stored non-temporally: written to memory
   /// without first reading their cache lines in, and without displacing
   /// other data from the caches. The caller guarantees that each such vector
