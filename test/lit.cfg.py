@@ -39,6 +39,9 @@ llvm_config.with_environment("PATH", config.fff_tools_dir, append_path=True)
 # run fff-run from the build tree.
 llvm_config.with_environment("PYTHONPATH", os.path.join(config.test_source_root, "Inputs"), append_path=True)
 llvm_config.with_environment("FFF_RUN", os.path.join(config.fff_tools_dir, "fff-run"))
+# A Python test that dies of a signal (a crash in native code) prints its
+# threads' stacks, instead of output that just stops.
+llvm_config.with_environment("PYTHONFAULTHANDLER", "1")
 
 # Features for optional tools, so tests that need them are skipped cleanly.
 ptxas = shutil.which("ptxas") or (

@@ -9,8 +9,10 @@
 # mode, dropout off, the eager fallback): the gradient of every parameter and
 # of float inputs (but wav2vec2's), from a random weighting of every float output, is held
 # to eager's (1e-4, relative to the gradient or to 1e-3 per element where it
-# is rounding noise). A family fails if it gives a wrong answer or raises. Prints per family the norms present (torch modules and functions
-# that normalize), the norms fff took, and any error.
+# is rounding noise); one that is not must be no farther from a float64
+# step's gradient than 4x eager's is. A family fails if it gives a wrong
+# answer or raises. Prints per family the norms present (torch modules and
+# functions that normalize), the norms fff took, and any error.
 #
 #   PYTHONPATH=build/python build/venv/bin/python test/Frontends/transformers-corpus.py [--emulate-cuda] [FAMILY ...]
 #
@@ -235,7 +237,8 @@ def step_gradients(run, module, args, input_grads):
     leaves = {k: v.clone().requires_grad_(input_grads and v.is_floating_point()) for k, v in args.items()}
     outputs = tensors(run(**leaves))
     generator = torch.Generator().manual_seed(11)
-    loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() for t in outputs.values())
+    loss = sum((t.float() * torch.randn(t.shape, generator=generator)).sum() if t.dtype != torch.float64 else
+               (t * torch.randn(t.shape, generator=generator).double()).sum() for t in outputs.values())
     loss.backward()
     return {**{f"input {k}": v.grad for k, v in leaves.items() if v.grad is not None},
             **{n: p.grad for n, p in module.named_parameters() if p.grad is not None}}
@@ -257,10 +260,25 @@ def run_training(name, model_type, config_kwargs, kind):
                         for run, module in ((compiled, model), (reference, reference)))
     if actual.keys() != expected.keys():
         return norms_present(model), report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
+    exact = None
     for path, e in expected.items():
         error = gradient_error(actual[path], e)
-        if not error <= TOLERANCE[torch.float32]:
-            return norms_present(model), report, f"the gradient of {path} is off by {error:.2g} (relative)"
+        if error <= TOLERANCE[torch.float32]:
+            continue
+        # A gradient that is 0 in exact arithmetic (a key projection's bias
+        # under softmax) is rounding noise in both, and the two roundings
+        # may differ by more than the tolerance. It passes if it is no
+        # farther from float64's than eager's is (within 4x).
+        if exact is None:
+            exact = step_gradients(reference.double(), reference,
+                                   {k: v.double() if v.is_floating_point() else v for k, v in args.items()},
+                                   input_grads)
+        exact_error = gradient_error(actual[path], exact[path])
+        eager_error = gradient_error(e, exact[path])
+        if not exact_error <= max(TOLERANCE[torch.float32], 4 * eager_error):
+            return norms_present(model), report, (f"the gradient of {path} is off by {error:.2g} (relative); "
+                                                  f"from float64's, by {exact_error:.2g} where eager's is "
+                                                  f"{eager_error:.2g}")
     return norms_present(model), report, None
 
 
