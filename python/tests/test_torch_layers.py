@@ -443,7 +443,10 @@ def test_the_ops_trace_through_torch_export():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: fff.torch.TreeFFN(8, 4, depth=2)(torch.randn(3, 9)), "x rows are 9 wide, but w_in takes 8"),
-    (lambda: fff.torch.TreeFFN(8, 4, depth=2)(torch.randn(3, 8, dtype=torch.float64)), "f32, f16 or bf16"),
+    (lambda: fff.torch.TreeFFN(8, 4, depth=2)(torch.randn(3, 8, dtype=torch.float64)),
+     "w_in is torch.float32, but x is torch.float64: a tree layer's tensors share one dtype"),
+    (lambda: fff.torch.TreeFFN(8, 4, depth=2)(torch.ones(3, 8, dtype=torch.int64)),
+     "fff::tree_ffn takes f32, f16, bf16 or f64 tensors, not torch.int64"),
     (lambda: fff.torch.tree_ffn(torch.randn(2, 8), torch.randn(1, 6, 8), None, torch.randn(1, 6, 4), None, 2),
      "a depth-2 tree has 7 nodes"),
     (lambda: fff.torch.TreeFFN(8, 4, depth=1, activation="tanh"), "unknown activation 'tanh'"),

@@ -201,6 +201,23 @@ def test_gradcheck_of_the_leaf_backward_in_float64(activation):
                                     atol=1e-7)
 
 
+def test_a_float64_leaf_tree_runs_in_torch_ops_and_passes_gradcheck_through_the_op():
+    """fff compiles no f64: LeafTreeFFN.double() takes the op's torch-op
+    form, forward and backward, so gradcheck runs on the op itself; its
+    values are the f32 kernel's, to f32 rounding."""
+    generator = torch.Generator().manual_seed(13)
+    depth = 3
+    inputs = leaf_tensors(23, 6, 3, 5, depth, torch.float64, generator)
+    y = torch.ops.fff.leaf_tree_ffn(*inputs, depth, "gelu")
+    assert y.dtype == torch.float64
+    assert relative_error(y, leaf_reference(*inputs, depth, "gelu")) < 1e-13
+    kernel = torch.ops.fff.leaf_tree_ffn(*(t.float() for t in inputs), depth, "gelu")
+    assert relative_error(kernel, y) < 1e-5
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    assert torch.autograd.gradcheck(lambda *t: torch.ops.fff.leaf_tree_ffn(*t, depth, "gelu"), leaves, eps=1e-6,
+                                    atol=1e-7)
+
+
 @pytest.mark.parametrize("backend", [None, "inductor", "fff"])
 def test_a_leaf_tree_trains(backend):
     torch.manual_seed(0)

@@ -141,6 +141,29 @@ def test_gradcheck_of_the_hard_routed_backward_in_float64(activation):
     assert torch.autograd.gradcheck(lambda *t: HardRoutedTree.apply(*t, 2, activation), inputs, eps=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("trees, depth, bias", [(1, 0, True), (2, 3, True), (3, 2, False)])
+def test_a_float64_tree_layer_runs_in_torch_ops_and_passes_gradcheck_through_the_op(trees, depth, bias):
+    """fff compiles no f64: TreeFFN.double() takes the op's torch-op form,
+    forward and backward, so gradcheck runs on the op itself."""
+    generator = torch.Generator().manual_seed(5)
+    inputs = tensors(7, 5, 4, depth, trees, torch.float64, bias, generator)
+    _, logits = tree_paths(inputs[0], inputs[1], inputs[2], depth)
+    assert logits.abs().min() > 1e-4  # no route flips within gradcheck's step
+    y = torch.ops.fff.tree_ffn(*inputs, depth, "gelu")
+    assert y.dtype == torch.float64
+    assert relative_error(y, masked_dense(*inputs, depth, "gelu")) < 1e-13
+    leaves = [t.clone().requires_grad_() for t in inputs if t is not None]
+    def op(x, w_in, *rest):
+        b_in, w_out, b_out = rest if bias else (None, rest[0], None)
+        return torch.ops.fff.tree_ffn(x, w_in, b_in, w_out, b_out, depth, "gelu")
+    assert torch.autograd.gradcheck(op, leaves, eps=1e-6, atol=1e-7)
+    # The module too, with its three-dimensional input.
+    layer = fff.torch.TreeFFN(5, 4, depth, trees, bias=bias).double()
+    x = torch.randn(2, 3, 5, dtype=torch.float64, generator=generator)
+    expected = masked_dense(x.reshape(6, 5), layer.w_in, layer.b_in, layer.w_out, layer.b_out, depth, "gelu")
+    assert relative_error(layer(x), expected.reshape(2, 3, 4)) < 1e-13
+
+
 @pytest.mark.parametrize("backend", [None, "inductor", "fff"])
 def test_a_tree_layer_trains(backend):
     torch.manual_seed(0)
@@ -276,7 +299,12 @@ _TREE = [torch.randn(1, 7, 8), torch.randn(1, 7), torch.randn(1, 7, 8), None]
      "unknown activation 'nope'"),
     (lambda: torch.ops.fff.tree_ffn_backward(torch.ones(4, 8, dtype=torch.int32), torch.ones(4, 8, dtype=torch.int32),
                                              *_TREE, 2, "gelu"),
-     "fff::tree_ffn takes f32, f16 or bf16 tensors, not torch.int32"),
+     "fff::tree_ffn takes f32, f16, bf16 or f64 tensors, not torch.int32"),
+    (lambda: torch.ops.fff.tree_sublayer_backward(torch.randn(4, 8).double(), torch.randn(4, 8).double(),
+                                                  torch.randn(4, 8).double(), "rms_norm", None, None, 1e-5,
+                                                  "tree_ffn", [t.double() if t is not None else t for t in _TREE],
+                                                  2, "gelu", "pre"),
+     "fff::tree_sublayer takes f32, f16 or bf16 tensors, not torch.float64"),
     (lambda: torch.ops.fff.leaf_tree_ffn_backward(torch.randn(4, 3), torch.randn(4, 8), *_leaf_weights(), 2, "relu"),
      r"fff::leaf_tree_ffn_backward's dy is \[4, 3\] torch.float32 on cpu, expected \[4, 6\]"),
     (lambda: torch.ops.fff.leaf_tree_ffn_backward(torch.randn(4, 6), torch.randn(4, 8), *_leaf_weights(), 7, "relu"),

@@ -12,8 +12,8 @@ from ._devices import CPU, placement_of_device
 from ._ops import direct_op
 from ._kernels import ELEMENT, run_rows, tensor_type
 from ._tree_checks import activation_name, check_depth, check_extents, check_leaf, check_sublayer, check_tree
-from ._tree_training import (leaf_tree_ffn_autograd, setup_tree_context, setup_tree_sublayer_context,
-                             tree_ffn_autograd, tree_sublayer_autograd)
+from ._tree_training import (leaf_tree_ffn_autograd, leaf_tree_ffn_forward, setup_tree_context,
+                             setup_tree_sublayer_context, tree_ffn_autograd, tree_ffn_forward, tree_sublayer_autograd)
 
 
 def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, x="%x"):
@@ -58,8 +58,11 @@ def _leaf_text(element, din, width, dout, depth, activation):
 
 
 def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
-    """fff::tree_ffn, its code compiled for and run at `placement`."""
+    """fff::tree_ffn, its code compiled for and run at `placement` (f64
+    tensors: in torch ops, on their device)."""
     check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    if x.dtype not in ELEMENT:
+        return tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation)
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
     text = _tree_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
@@ -95,8 +98,11 @@ def leaf_tree_ffn(x: torch.Tensor, node_w: torch.Tensor, node_b: torch.Tensor, w
 
 
 def leaf_tree_ffn_on(placement, x, node_w, node_b, w1, b1, w2, b2, depth, activation="relu"):
-    """fff::leaf_tree_ffn, its code compiled for and run at `placement`."""
+    """fff::leaf_tree_ffn, its code compiled for and run at `placement`
+    (f64 tensors: in torch ops, on their device)."""
     check_leaf(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
+    if x.dtype not in ELEMENT:
+        return leaf_tree_ffn_forward(x, node_w, node_b, w1, b1, w2, b2, depth, activation)
     dout = w2.shape[-1]
     text = _leaf_text(ELEMENT[x.dtype], x.shape[-1], w1.shape[-1], dout, depth, activation)
     return run_rows(placement, text, "leaf", x, [node_w, node_b, w1, b1, w2, b2], dout)

@@ -36,8 +36,8 @@ def check_extents(op, **extents):
 
 def check_common(op, x, depth, activation, min_depth):
     """What both tree ops require of x's dtype, the depth and the activation."""
-    if x.dtype not in ELEMENT:
-        raise ValueError(f"{op} takes f32, f16 or bf16 tensors, not {x.dtype}")
+    if x.dtype not in ELEMENT and x.dtype != torch.float64:
+        raise ValueError(f"{op} takes f32, f16, bf16 or f64 tensors, not {x.dtype}")
     activation_name(activation)
     check_depth(op, depth, min_depth)
 
@@ -84,6 +84,8 @@ def check_sublayer(x, residual, norm, norm_weight, norm_bias, layer, weights, de
     """What fff::tree_sublayer requires: the tree op's own checks on x (or
     the normalized x), a norm's parameters of its rows' width, a residual
     shaped like the layer's result."""
+    if x.dtype not in ELEMENT:
+        raise ValueError(f"fff::tree_sublayer takes f32, f16 or bf16 tensors, not {x.dtype}")
     if order not in ("pre", "post"):
         raise ValueError(f"fff::tree_sublayer's order is 'pre' or 'post', not '{order}'")
     if norm not in ("layer_norm", "rms_norm"):

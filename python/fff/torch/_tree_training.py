@@ -103,6 +103,24 @@ def tree_paths(x, w_in, b_in, depth):
     return torch.stack(nodes, -1), torch.stack(logits, -1)
 
 
+def tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation):
+    """fff::tree_ffn in torch ops, in x's dtype, on x's device: the op's
+    form for f64 tensors, which fff does not compile (gradcheck through
+    TreeFFN.double())."""
+    din, dout = x.shape[-1], w_out.shape[2]
+    trees, count = w_in.shape[0], w_in.shape[1]
+    rows = x.reshape(-1, din)
+    nodes, logits = tree_paths(rows, w_in, b_in, depth)
+    act, _ = _activation_and_slope(activation, logits)
+    flat = torch.arange(trees, device=x.device).view(1, trees, 1) * count + nodes
+    w_out_rows = w_out.reshape(trees * count, dout)
+    y = rows.new_zeros(rows.shape[0], dout) if b_out is None else b_out.expand(rows.shape[0], dout)
+    # A level at a time: a row of w_out per token and tree in memory.
+    for level in range(depth + 1):
+        y = y + torch.einsum("bk,bko->bo", act[..., level], w_out_rows[flat[..., level]])
+    return y.reshape(*x.shape[:-1], dout)
+
+
 def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
     """(dx, dw_in, db_in, dw_out, db_out) of fff::tree_ffn for the output
     gradient dy; None for an absent bias."""
@@ -160,6 +178,20 @@ def leaf_paths(rows, node_w, node_b, depth):
         score = torch.einsum("bd,bd->b", rows, node_w[node].to(rows.dtype)) + node_b[node].to(rows.dtype)
         node = 2 * node + 1 + (score >= 0).to(torch.int64)
     return node - (2 ** depth - 1)
+
+
+def leaf_tree_ffn_forward(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
+    """fff::leaf_tree_ffn in torch ops, in x's dtype, on x's device (the
+    op's form for f64 tensors): each leaf's rows as one block."""
+    din, dout, leaves = x.shape[-1], w2.shape[-1], w1.shape[0]
+    rows = x.reshape(-1, din)
+    leaf = leaf_paths(rows, node_w, node_b, depth)
+    y = rows.new_empty(rows.shape[0], dout)
+    for index in torch.unique(leaf).tolist():
+        chosen = (leaf == index).nonzero().flatten()
+        hidden, _ = _activation_and_slope(activation, rows[chosen] @ w1[index] + b1[index])
+        y[chosen] = hidden @ w2[index] + b2[index]
+    return y.reshape(*x.shape[:-1], dout)
 
 
 def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation):
