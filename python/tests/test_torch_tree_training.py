@@ -164,6 +164,18 @@ def test_a_float64_tree_layer_runs_in_torch_ops_and_passes_gradcheck_through_the
     assert relative_error(layer(x), expected.reshape(2, 3, 4)) < 1e-13
 
 
+def test_the_backend_reports_a_float64_tree_op_as_torch_ops():
+    torch.manual_seed(3)
+    layer = fff.torch.TreeFFN(8, 6, 2).double()
+    x = torch.randn(4, 8, dtype=torch.float64)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    with torch.no_grad():
+        assert relative_error(compiled(x), layer(x)) < 1e-15
+    assert [(r.kind, r.pipeline) for r in report.regions] == [("fff::tree_ffn", "torch")]
+
+
 @pytest.mark.parametrize("backend", [None, "inductor", "fff"])
 def test_a_tree_layer_trains(backend):
     torch.manual_seed(0)

@@ -371,13 +371,20 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
             if placement.kind == "emulated":
                 n.kwargs = {**n.kwargs, "emulate_cuda": True}
                 flagged = True
-            report.take(f"fff::{name}", [name], [n], pipeline=placement.pipeline)
+            report.take(f"fff::{name}", [name], [n], pipeline=_tree_forward_pipeline(n, placement))
             value = example_value(n)
             if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
                 report.take_backward(f"fff::{name}_backward", [f"{name}_grad"], [n],
                                      pipeline=_tree_backward_pipeline(n, placement))
     if flagged:
         gm.recompile()
+
+
+def _tree_forward_pipeline(node, placement):
+    """Where the tree op `node` runs: the placement's pipeline, or "torch"
+    for a dtype fff does not compile (f64), which the op runs in torch ops."""
+    x = example_value(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else node.args[0]
+    return placement.pipeline if isinstance(x, torch.Tensor) and x.dtype in _kernels.ELEMENT else "torch"
 
 
 def _tree_backward_pipeline(node, placement):
