@@ -302,6 +302,48 @@ def test_a_whole_slice_of_a_region_traces_without_a_meta_failure(caplog):
     assert dict(report.taken) == {"rms_norm": 1}, str(report)
 
 
+class SlicesOfNorms(torch.nn.Module):
+    """A decoder's last position of its final norm, and half a norm's
+    columns beside the other half of its input (partial rotary)."""
+
+    def forward(self, h):
+        last = torch.nn.functional.rms_norm(h, (8,), eps=1e-6)[:, -1:, :] * 2.0
+        mixed = torch.cat([torch.nn.functional.layer_norm(h, (8,))[..., :4], h[..., 4:]], -1)
+        return last, mixed
+
+
+def test_regions_that_slice_a_norm_on_symbolic_sizes_are_taken(caplog):
+    """Views in a region stay views in its graph: functionalized into
+    slice_copy on symbolic sizes, they failed in torch's slice kernel
+    (storage_offset() of a symbolic tensor), which torch logged with a
+    traceback of its own before fff left the region to the fallback."""
+    model = SlicesOfNorms()
+    torch._dynamo.reset()
+    report = fff.torch.Report()
+    compiled = torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    with torch.no_grad(), caplog.at_level("ERROR"):
+        # The second recompiles with symbolic batch and sequence sizes.
+        for shape in [(2, 5, 8), (3, 7, 8)]:
+            x = torch.randn(shape)
+            for actual, expected in zip(compiled(x), model(x)):
+                assert relative_error(actual, expected) < 1e-5
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+    # Both graphs, the static and the symbolic one, take both norms.
+    assert dict(report.taken) == {"rms_norm": 2, "layer_norm (no affine)": 2}, str(report)
+
+
+def test_torch_mlirs_errors_are_the_regions_reason_not_lines_on_stderr(capfd):
+    """torch-mlir prints an op it cannot lower as "error: ..." on the
+    process's stderr; fff keeps the diagnostic as the refusal's reason."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from fff.torch import _regions
+
+    graph = make_fx(lambda x: x.median(-1)[0])(torch.randn(4, 8))
+    with pytest.raises(Exception, match=r"^torch-mlir: failed to legalize operation 'torch.operator'"):
+        _regions._linalg(graph)
+    assert "error:" not in capfd.readouterr().err
+
+
 @pytest.mark.parametrize("index", [-1, 10 ** 6])
 def test_fff_region_of_an_index_no_region_has_is_a_one_line_error(index):
     with pytest.raises(ValueError, match=rf"fff::region {index} names no region compiled in this process"):

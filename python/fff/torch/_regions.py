@@ -217,15 +217,21 @@ def _aten_graph(module, values):
     def run(*args):
         return tuple(results_of(module(*args)))
 
+    # Functionalized, mutations are removed and views stay views, which
+    # torch-mlir imports as such. As view_copy ops they failed on symbolic
+    # sizes (torch's slice kernel asked a symbolic tensor for its
+    # storage_offset()), and a region that sliced a norm went to the
+    # fallback after torch had logged the failure's traceback.
+
     with unset_fake_temporarily(), fake_mode:
         fakes = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device) for v in values]
-        graph = make_fx(torch.func.functionalize(run, remove="mutations_and_views"),
+        graph = make_fx(torch.func.functionalize(run, remove="mutations"),
                         decomposition_table=get_decomposition_table())(*fakes)
         if any(_mutates(node) for node in graph.graph.nodes):
             # A decomposition may write in place (aten.rms_norm's adds eps
             # with add_), beneath the functionalization it ran under: a
             # second one, with nothing left to decompose, removes that.
-            graph = make_fx(torch.func.functionalize(graph, remove="mutations_and_views"))(*fakes)
+            graph = make_fx(torch.func.functionalize(graph, remove="mutations"))(*fakes)
     for node in graph.graph.nodes:
         if _mutates(node):
             raise Refused(f"it writes into a value in place ({node.target})")
@@ -236,10 +242,36 @@ def _mutates(node):
     return isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable
 
 
-def _linalg(graph):
-    from torch_mlir import fx
+class _LoweringRefused(Exception):
+    """torch-mlir did not lower a region; the message is its first error."""
 
-    return str(fx.stateless_fx_import(graph, output_type="linalg-on-tensors", model_name="forward"))
+
+def _linalg(graph):
+    """The region's graph in linalg-on-tensors, by torch-mlir. Its
+    diagnostics are kept, not printed: a region it cannot lower (an op it
+    does not legalize) is a refusal like any other, whose reason the report
+    gives, not an "error:" on the user's stderr."""
+    from torch_mlir import fx, ir
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras.fx_importer import FxImporter
+
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    errors = []
+
+    def keep(diagnostic):
+        if diagnostic.severity == ir.DiagnosticSeverity.ERROR:
+            errors.append(str(diagnostic.message))
+        return True
+
+    context.attach_diagnostic_handler(keep)
+    try:
+        return str(fx.stateless_fx_import(graph, output_type="linalg-on-tensors", model_name="forward",
+                                          fx_importer=FxImporter(context=context)))
+    except Exception as error:
+        if errors:
+            raise _LoweringRefused(f"torch-mlir: {errors[0]}") from error
+        raise
 
 
 def _raised_ops(raised):
