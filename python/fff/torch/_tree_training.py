@@ -45,6 +45,10 @@ forward's kernel did (all send exactly 0 right).
 
 The torch-op gradients compute in f32 (f64 for f64 inputs) and return each
 gradient in its tensor's dtype; all weight gradients are dense tensors.
+
+The forwards of fff::tree_ffn and fff::leaf_tree_ffn in torch ops are here
+too (tree_ffn_forward, leaf_tree_ffn_forward): fff compiles no f64, and the
+ops run f64 tensors in them, with the routing of the paths above.
 """
 
 import math
@@ -183,7 +187,7 @@ def leaf_paths(rows, node_w, node_b, depth):
 def leaf_tree_ffn_forward(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
     """fff::leaf_tree_ffn in torch ops, in x's dtype, on x's device (the
     op's form for f64 tensors): each leaf's rows as one block."""
-    din, dout, leaves = x.shape[-1], w2.shape[-1], w1.shape[0]
+    din, dout = x.shape[-1], w2.shape[-1]
     rows = x.reshape(-1, din)
     leaf = leaf_paths(rows, node_w, node_b, depth)
     y = rows.new_empty(rows.shape[0], dout)
