@@ -380,22 +380,24 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         gm.recompile()
 
 
+def _argument_value(arg):
+    """A node argument's example value, or the argument itself."""
+    return example_value(arg) if isinstance(arg, torch.fx.Node) else arg
+
+
 def _tree_forward_pipeline(node, placement):
     """Where the tree op `node` runs: the placement's pipeline, or "torch"
     for a dtype fff does not compile (f64), which the op runs in torch ops."""
-    x = example_value(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else node.args[0]
+    x = _argument_value(node.args[0])
     return placement.pipeline if isinstance(x, torch.Tensor) and x.dtype in _kernels.ELEMENT else "torch"
 
 
 def _tree_backward_pipeline(node, placement):
     """Where the backward of the tree op `node` runs: the placement's
     pipeline where fff's gradient kernel takes its tensors, else "torch"."""
-    def value(arg):
-        return example_value(arg) if isinstance(arg, torch.fx.Node) else arg
-
-    x = value(node.args[0])
+    x = _argument_value(node.args[0])
     if op_name(node) == "leaf_tree_ffn":
-        w1 = value(node.args[3])
+        w1 = _argument_value(node.args[3])
         takes = isinstance(x, torch.Tensor) and isinstance(w1, torch.Tensor) and \
             _kernels.takes_leaf_grad(x, w1, placement.kind == "emulated")
     else:

@@ -107,6 +107,13 @@ def tree_paths(x, w_in, b_in, depth):
     return torch.stack(nodes, -1), torch.stack(logits, -1)
 
 
+def _flat_nodes(nodes, count):
+    """tree_paths' nodes [B, K, L] as rows of the weights flattened to
+    [K * N, ...]: tree k's node n is row k * N + n."""
+    trees = nodes.shape[1]
+    return torch.arange(trees, device=nodes.device).view(1, trees, 1) * count + nodes
+
+
 def tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation):
     """fff::tree_ffn in torch ops, in x's dtype, on x's device: the op's
     form for f64 tensors, which fff does not compile (gradcheck through
@@ -116,7 +123,7 @@ def tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation):
     rows = x.reshape(-1, din)
     nodes, logits = tree_paths(rows, w_in, b_in, depth)
     act, _ = _activation_and_slope(activation, logits)
-    flat = torch.arange(trees, device=x.device).view(1, trees, 1) * count + nodes
+    flat = _flat_nodes(nodes, count)
     w_out_rows = w_out.reshape(trees * count, dout)
     y = rows.new_zeros(rows.shape[0], dout) if b_out is None else b_out.expand(rows.shape[0], dout)
     # A level at a time: a row of w_out per token and tree in memory.
@@ -140,7 +147,7 @@ def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
     # Rows of the weights flattened to [K * N, ...]: tree k's node n is row
     # k * N + n. A level at a time, so that memory stays at a row per token
     # and tree.
-    flat = torch.arange(trees, device=x.device).view(1, trees, 1) * count + nodes
+    flat = _flat_nodes(nodes, count)
     w_in_rows, w_out_rows = w_in.reshape(trees * count, din), w_out.reshape(trees * count, dout)
     dx = torch.zeros_like(rows)
     dw_in = rows.new_zeros(trees * count, din)
@@ -184,6 +191,17 @@ def leaf_paths(rows, node_w, node_b, depth):
     return node - (2 ** depth - 1)
 
 
+def _rows_by_leaf(leaf, leaves):
+    """(leaf, its rows' indices) for each leaf some row reached, in leaf
+    order: a counting sort, so that each leaf's rows are one block."""
+    order = torch.argsort(leaf, stable=True)
+    start = 0
+    for index, count in enumerate(torch.bincount(leaf, minlength=leaves).tolist()):
+        if count:
+            yield index, order[start:start + count]
+        start += count
+
+
 def leaf_tree_ffn_forward(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
     """fff::leaf_tree_ffn in torch ops, in x's dtype, on x's device (the
     op's form for f64 tensors): each leaf's rows as one block."""
@@ -191,8 +209,7 @@ def leaf_tree_ffn_forward(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
     rows = x.reshape(-1, din)
     leaf = leaf_paths(rows, node_w, node_b, depth)
     y = rows.new_empty(rows.shape[0], dout)
-    for index in torch.unique(leaf).tolist():
-        chosen = (leaf == index).nonzero().flatten()
+    for index, chosen in _rows_by_leaf(leaf, w1.shape[0]):
         hidden, _ = _activation_and_slope(activation, rows[chosen] @ w1[index] + b1[index])
         y[chosen] = hidden @ w2[index] + b2[index]
     return y.reshape(*x.shape[:-1], dout)
@@ -206,18 +223,10 @@ def leaf_tree_ffn_backward(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activat
     rows = x.reshape(-1, din).to(compute)
     grad = dy.reshape(-1, dout).to(compute)
     leaf = leaf_paths(rows, node_w, node_b, depth)
-    # A counting sort by leaf: each leaf's rows are read once, as one block.
-    order = torch.argsort(leaf, stable=True)
-    counts = torch.bincount(leaf, minlength=leaves).tolist()
     dx = torch.zeros_like(rows)
     dw1, db1 = rows.new_zeros(w1.shape), rows.new_zeros(b1.shape)
     dw2, db2 = rows.new_zeros(w2.shape), rows.new_zeros(b2.shape)
-    start = 0
-    for index, count in enumerate(counts):
-        if count == 0:
-            continue
-        chosen = order[start:start + count]
-        start += count
+    for index, chosen in _rows_by_leaf(leaf, leaves):
         xs, g = rows[chosen], grad[chosen]
         first, second = w1[index].to(compute), w2[index].to(compute)
         hidden, slope = _activation_and_slope(activation, xs @ first + b1[index].to(compute))
