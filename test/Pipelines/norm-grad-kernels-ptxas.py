@@ -2,7 +2,8 @@
 # backward ops, over row sizes 1 .. 16392 in f32, f16 and bf16 and a
 # dynamic size, with every parameter gradient and with dx alone, and for
 # their fused units (a dropout mask on dy and a residual add on dx in f32;
-# LLaMA's bf16 RMSNorm between f32 gradients, dy cast down, dx cast up):
+# LLaMA's bf16 RMSNorm between f32 gradients, dy cast down, dx cast up;
+# mixed-precision norms, bf16 rows widened for f32 parameters):
 #   - ptxas accepts every kernel for sm_90, with no spills and no stack
 #     frame;
 #   - each op is one dx-and-partials kernel and, where a parameter gradient
@@ -63,8 +64,20 @@ for hidden in HIDDEN:
         f"  %dx, %dg = fff.rms_norm_grad %dy, %x scale(%g : {pb}) : {b}\n"
         f"  %wide = arith.extf %dx : {b} to {f}\n"
         f"  %dh = arith.addf %wide, %dres : {f}\n"
-        f"  return %dh, %dg : {f}, {pb}\n}}\n")
-    expected += [("fused_layer_norm_grad", "f32", hidden, True), ("fused_rms_norm_grad", "bf16", hidden, True)]
+        f"  return %dh, %dg : {f}, {pb}\n}}\n"
+        f"func.func @mixed_ln_{name}(%dy: {b}, %x: {b}, %m: {s}, %r: {s}, %g: {pf}, %dres: {b})"
+        f" -> ({b}, {pf}, {pf}) {{\n"
+        f"  %dyw = arith.extf %dy : {b} to {f}\n  %xw = arith.extf %x : {b} to {f}\n"
+        f"  %dx, %dg, %db = fff.layer_norm_grad %dyw, %xw, %m, %r scale(%g : {pf}) bias_grad : {f}, {s}\n"
+        f"  %dxn = arith.truncf %dx : {f} to {b}\n  %dh = arith.addf %dres, %dxn : {b}\n"
+        f"  return %dh, %dg, %db : {b}, {pf}, {pf}\n}}\n"
+        f"func.func @mixed_rms_{name}(%dy: {b}, %x: {b}, %g: {pf}) -> ({b}, {pf}) {{\n"
+        f"  %dyw = arith.extf %dy : {b} to {f}\n  %xw = arith.extf %x : {b} to {f}\n"
+        f"  %dx, %dg = fff.rms_norm_grad %dyw, %xw scale(%g : {pf}) : {f}\n"
+        f"  %dxn = arith.truncf %dx : {f} to {b}\n"
+        f"  return %dxn, %dg : {b}, {pf}\n}}\n")
+    expected += [("fused_layer_norm_grad", "f32", hidden, True), ("fused_rms_norm_grad", "bf16", hidden, True),
+                 ("fused_layer_norm_grad", "f32", hidden, True), ("fused_rms_norm_grad", "f32", hidden, True)]
 
 ptx, accepted, info, bodies, resources = compile_and_assemble(fff_opt, fff_translate, ptxas,
                                                               "\n".join(functions))
@@ -75,7 +88,7 @@ check(accepted, f"ptxas rejected the module:\n{info}")
 # the unfused op of its size (the kernel module holds one of each).
 column_sums = {f"{op.removeprefix('fused_')}_{dtype}_{hidden or 'dynamic'}_column_sums"
                for op, dtype, hidden, params in expected if params}
-check(sum(1 for name in bodies if name.startswith("fused_")) == len(HIDDEN) * 2,
+check(sum(1 for name in bodies if name.startswith("fused_")) == len(HIDDEN) * 4,
       "not every fused unit is one fused kernel")
 check(sum(1 for name in bodies if "column_sums" not in name) == len(expected),
       f"{len(bodies)} kernels for {len(expected)} ops")

@@ -19,7 +19,10 @@
 #     written here): dy = grad * mask (a dropout mask with its scale) and
 #     dh = dres + dx in f32, and LLaMA's bf16 RMSNorm between an f32
 #     gradient and an f32 residual stream (dy cast down, dx cast up), each
-#     one fused kernel for dh that never stores dy or dx.
+#     one fused kernel for dh that never stores dy or dx; and the
+#     mixed-precision norms the torch backend trains (bf16 rows, f32
+#     parameters: dy and x widened as they are read, dx narrowed), one
+#     fused kernel that never stores the widened x either.
 #
 # REQUIRES: numpy, torch
 # RUN: rm -rf %t && mkdir -p %t
@@ -187,6 +190,22 @@ func.func @llama_casts_{name}(%grad: {f32}, %x: {bf16}, %g: {pb}, %dres: {f32}) 
   %wide = arith.extf %dx : {bf16} to {f32}
   %dh = arith.addf %wide, %dres : {f32}
   return %dh, %dg : {f32}, {pb}
+}}
+func.func @mixed_layer_norm_{name}(%dy: {bf16}, %x: {bf16}, %m: {st}, %r: {st}, %g: {pf},
+                                   %dres: {bf16}) -> ({bf16}, {pf}, {pf}) {{
+  %dy_wide = arith.extf %dy : {bf16} to {f32}
+  %x_wide = arith.extf %x : {bf16} to {f32}
+  %dx_wide, %dg, %db = fff.layer_norm_grad %dy_wide, %x_wide, %m, %r scale(%g : {pf}) bias_grad : {f32}, {st}
+  %dx = arith.truncf %dx_wide : {f32} to {bf16}
+  %dh = arith.addf %dres, %dx : {bf16}
+  return %dh, %dg, %db : {bf16}, {pf}, {pf}
+}}
+func.func @mixed_rms_norm_{name}(%dy: {bf16}, %x: {bf16}, %g: {pf}) -> ({bf16}, {pf}) {{
+  %dy_wide = arith.extf %dy : {bf16} to {f32}
+  %x_wide = arith.extf %x : {bf16} to {f32}
+  %dx_wide, %dg = fff.rms_norm_grad %dy_wide, %x_wide scale(%g : {pf}) {{epsilon = 1.0e-06 : f32}} : {f32}
+  %dx = arith.truncf %dx_wide : {f32} to {bf16}
+  return %dx, %dg : {bf16}, {pf}
 }}"""
 
 
@@ -227,6 +246,30 @@ def check_fused(hidden, rows):
                     scale=grad_scale(dres + ref[0], np.abs(dy * gb) * rms_rstd))
         check.close(f"fused bf16 casts + residual dgamma {label}", dequantize(out[1], "bf16"), ref[1],
                     TOLERANCE["bf16"], scale=grad_scale(ref[1], 1e-3 * np.abs(dy * xb * rms_rstd).sum(axis=0)))
+
+    # Mixed precision: the gradients are f32's of the bf16 values, dx is
+    # rounded once to bf16 (before the bf16 residual add).
+    dy_arr, dy = quantize(rng.standard_normal(shape), "bf16")
+    dres_arr, dresb = quantize(rng.standard_normal(shape), "bf16")
+    mean, rstd = statistics(xb, 1, "layer_norm", 1e-5)
+    out = run(f"mixed_layer_norm_{name}", [dy_arr, xb_arr, mean, rstd, g_arr, dres_arr],
+              [(shape, np.uint16), (row, np.float32), (row, np.float32)], fused_library)
+    if out is not None:
+        ref = norm_grads_ref("layer_norm", xb, dy, g, np.zeros(row), 1e-5, 1)
+        check.close(f"mixed layer_norm dh {label}", dequantize(out[0], "bf16"), dresb + ref[0], TOLERANCE["bf16"],
+                    scale=grad_scale(dresb + ref[0], np.abs(dy * g) * rstd))
+        check.close(f"mixed layer_norm dgamma {label}", out[1], ref[1], 2e-5,
+                    scale=grad_scale(ref[1], 1e-3 * (np.abs(dy) * (np.abs(xb) + np.abs(mean)) * rstd).sum(axis=0)))
+        check.close(f"mixed layer_norm dbeta {label}", out[2], ref[2], 2e-5, scale=grad_scale(ref[2], ref[2]))
+    out = run(f"mixed_rms_norm_{name}", [dy_arr, xb_arr, g_arr], [(shape, np.uint16), (row, np.float32)],
+              fused_library)
+    if out is not None:
+        ref = norm_grads_ref("rms_norm", xb, dy, g, None, 1e-6, 1)
+        _, rms_rstd = statistics(xb, 1, "rms_norm", 1e-6)
+        check.close(f"mixed rms_norm dx {label}", dequantize(out[0], "bf16"), ref[0], TOLERANCE["bf16"],
+                    scale=grad_scale(ref[0], np.abs(dy * g) * rms_rstd))
+        check.close(f"mixed rms_norm dgamma {label}", out[1], ref[1], 2e-5,
+                    scale=grad_scale(ref[1], 1e-3 * np.abs(dy * xb * rms_rstd).sum(axis=0)))
 
 
 # Other shapes of unit: dx yielded beside dh (f16), dy yielded beside the

@@ -125,6 +125,10 @@ private:
     return p.loadGradOutput ? p.loadGradOutput(b, r, chunk)
                             : load(p.gradOutput, r, chunk);
   }
+  /// x's vector at `chunk` of row `r`, in its type.
+  Value loadInput(Value r, Value chunk) {
+    return p.loadInput ? p.loadInput(b, r, chunk) : load(p.input, r, chunk);
+  }
   /// Stores (or hands to the unit's epilogue) dx's f32 vector.
   void storeGradInput(Value dx, Value r, Value chunk) {
     if (p.storeGradInput)
@@ -259,7 +263,7 @@ private:
       // than held.
       SmallVector<Value> xs, dys;
       for (const Owned &o : owned) {
-        xs.push_back(zeroPastRow(load(p.input, r, o.loadChunk), o));
+        xs.push_back(zeroPastRow(loadInput(r, o.loadChunk), o));
         dys.push_back(zeroPastRow(loadGradOutput(r, o.loadChunk), o));
       }
       auto x = [&](size_t i) { return widen(xs[i]); };
@@ -363,7 +367,7 @@ private:
                                        index(row.threadsPerRow), initial);
         inside(loop.getRegion(), [&] {
           Value chunk = loop.getInductionVar();
-          Value x = widen(load(p.input, r, chunk));
+          Value x = widen(loadInput(r, chunk));
           Value g = scaled(widen(loadGradOutput(r, chunk)), chunk);
           SmallVector<Value> next;
           for (auto [total, term] :
@@ -375,7 +379,7 @@ private:
       });
       finishScalars(scalars, sums);
       forEachOwnedVector([&](Value chunk) {
-        Value x = widen(load(p.input, r, chunk));
+        Value x = widen(loadInput(r, chunk));
         Value dy = widen(loadGradOutput(r, chunk));
         storeGradInput(gradInput(x, scaled(dy, chunk), scalars), r, chunk);
         for (const Partial &partial : partials)

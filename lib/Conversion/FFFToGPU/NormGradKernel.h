@@ -25,7 +25,7 @@ struct NormGradProblem {
   bool subtractMean; // layer_norm_grad; rms_norm_grad does not centre
   /// rms_norm_grad's epsilon, for the rstd it recomputes when `rstd` is null.
   float epsilon;
-  /// [rows, rowSize], .., [rowSize]|null; dy and dx are null where a
+  /// [rows, rowSize], .., [rowSize]|null; dy, x and dx are null where a
   /// fused unit computes and consumes them.
   mlir::Value gradOutput, input, gamma;
   mlir::Value mean, rstd;               // [rows] f32; null when absent
@@ -44,6 +44,11 @@ struct NormGradProblem {
   std::function<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value row,
                             mlir::Value chunk)>
       loadGradOutput;
+  /// The same for x, where the unit computes it (a widening cast of a
+  /// half-precision input): a vector in x's type.
+  std::function<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value row,
+                            mlir::Value chunk)>
+      loadInput;
   std::function<void(mlir::ImplicitLocOpBuilder &, mlir::Value row,
                      mlir::Value chunk, mlir::Value gradInput)>
       storeGradInput;

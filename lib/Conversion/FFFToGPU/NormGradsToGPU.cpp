@@ -7,10 +7,11 @@
 // the pipeline's deallocation like any other.
 //
 // A backward's fused unit (fff.fusion around a norm backward) is the same
-// two kernels: the first computes dy from the unit's inputs per vector as
-// it reads it (the prologue: a dropout mask and scale, a cast) and feeds dx
-// to the unit's epilogue as it writes it (the residual gradient's add, a
-// cast), so that neither dy nor dx goes through memory.
+// two kernels: the first computes dy and x from the unit's inputs per
+// vector as it reads them (the prologue: a dropout mask and scale, a
+// mixed-precision norm's widening casts) and feeds dx to the unit's
+// epilogue as it writes it (the residual gradient's add, a cast), so that
+// none of dy, x and dx goes through memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +35,8 @@ using namespace fff;
 
 namespace {
 
-/// What one backward op is, in the terms of its kernels. `gradOutput` is
-/// null where a fused unit computes dy.
+/// What one backward op is, in the terms of its kernels. `gradOutput` and
+/// `input` are null where a fused unit computes dy and x.
 struct GradOperands {
   Value gradOutput, input, mean, rstd, gamma;
   float epsilon;
@@ -93,7 +94,8 @@ int64_t extraRowStreams(FusionOp unit, Operation *op) {
     return cast<RankedTensorType>(v.getType()).getShape() == rowShape;
   };
   Block &body = unit.getBody().front();
-  int64_t streams = 1 + isa<BlockArgument>(op->getOperand(0)); // x, dy
+  int64_t streams = isa<BlockArgument>(op->getOperand(0)) + // dy, x
+                    isa<BlockArgument>(op->getOperand(1));
   for (BlockArgument arg : body.getArguments())
     if (isRow(arg) && readByUnitWork(arg, op))
       ++streams;
@@ -118,18 +120,26 @@ std::string kernelName(Operation *op, bool fused, Type elementType,
   return name;
 }
 
-/// Points the kernel's dy and dx paths at `unit`'s prologue and epilogue:
-/// dy is computed from the unit's inputs, and every row result of the unit
-/// from dx (rounded to its type) and those inputs.
+/// Points the kernel's dy, x and dx paths at `unit`'s prologue and
+/// epilogue: dy and x are computed from the unit's inputs where the unit
+/// computes them, and every row result of the unit from dx (rounded to its
+/// type) and those inputs.
 void bindGradUnit(NormGradProblem &p, Operation *gradOp, const GradUnit &unit,
                   int64_t width) {
   FusionOp fusion = unit.unit;
   SmallVector<Value> buffers = unit.buffers;
-  Value dy = gradOp->getOperand(0), dx = gradOp->getResult(0);
-  if (!isa<BlockArgument>(dy))
-    p.loadGradOutput = [=](ImplicitLocOpBuilder &b, Value row, Value chunk) {
-      return UnitVectorEvaluator(b, fusion, buffers, width, row, chunk).get(dy);
+  Value dy = gradOp->getOperand(0), x = gradOp->getOperand(1),
+        dx = gradOp->getResult(0);
+  auto computed = [=](Value value) {
+    return [=](ImplicitLocOpBuilder &b, Value row, Value chunk) {
+      return UnitVectorEvaluator(b, fusion, buffers, width, row, chunk)
+          .get(value);
     };
+  };
+  if (!isa<BlockArgument>(dy))
+    p.loadGradOutput = computed(dy);
+  if (!isa<BlockArgument>(x))
+    p.loadInput = computed(x);
   SmallVector<std::pair<Value, unsigned>> rowResults = unit.rowResults;
   p.storeGradInput = [=](ImplicitLocOpBuilder &b, Value row, Value chunk,
                          Value gradInput) {
@@ -232,20 +242,24 @@ void launchColumnSums(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
 
 /// Lowers the backward op `op` (operands `in`) to its kernels. With a
 /// `unitInputs`, `op` is the backward in the fused unit `unit`, whose
-/// inputs they are, and the unit is replaced; otherwise `op` is.
-LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
+/// inputs they are, and the unit is replaced; otherwise `op` is. `rows` is
+/// a host tensor of x's shape: x itself, or a unit input where the unit
+/// computes x.
+LogicalResult lowerNormGrad(Operation *op, const GradOperands &in, Value rows,
                             ConversionPatternRewriter &rewriter,
                             FusionOp unit = {}, ValueRange unitInputs = {}) {
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  RowView view(b, in.input, in.normalizedRank);
+  RowView view(b, rows, in.normalizedRank);
+  Type elementType = getElementTypeOrSelf(op->getOperand(1).getType());
   NormGradStrategy strategy =
-      selectNormGradStrategy(view.staticRowSize, view.elementType(),
+      selectNormGradStrategy(view.staticRowSize, elementType,
                              unit ? extraRowStreams(unit, op) : 0);
   NormGradProblem problem;
   problem.subtractMean = in.subtractMean;
   problem.epsilon = in.epsilon;
-  problem.elementType = view.elementType();
-  problem.input = view.matrix;
+  problem.elementType = elementType;
+  if (in.input)
+    problem.input = view.matrix;
   if (in.gradOutput)
     problem.gradOutput = view.matrixOf(b, in.gradOutput);
   problem.gamma = collapsedBuffer(b, in.gamma, view.paramGroups);
@@ -276,7 +290,7 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in,
   // normalized shape; one nothing uses is an empty tensor.
   auto [blocks, rowsPerBlock] = partialBlocksAndRows(b, strategy, view.rows);
   int64_t leadingRank =
-      cast<RankedTensorType>(in.input.getType()).getRank() - in.normalizedRank;
+      cast<RankedTensorType>(rows.getType()).getRank() - in.normalizedRank;
   SmallVector<Value> partials, gradients;
   for (auto [i, result] : llvm::enumerate(op->getResults().drop_front())) {
     auto type = cast<RankedTensorType>(result.getType());
@@ -358,9 +372,9 @@ template <typename Op> struct NormGradToGPU : OpConversionPattern<Op> {
                   ConversionPatternRewriter &rewriter) const override {
     IRMapping converted;
     converted.map(op->getOperands(), adaptor.getOperands());
-    return lowerNormGrad(
-        op, gradOperands(op, [&](Value v) { return converted.lookup(v); }),
-        rewriter);
+    GradOperands in =
+        gradOperands(op, [&](Value v) { return converted.lookup(v); });
+    return lowerNormGrad(op, in, in.input, rewriter);
   }
 };
 
@@ -379,9 +393,10 @@ std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
   if (normalizedRank == rowType.getRank())
     return "a norm backward over the whole tensor";
   ArrayRef<int64_t> paramShape = rowType.getShape().take_back(normalizedRank);
-  for (Value operand : gradOp->getOperands().drop_front())
+  // dy and x may be computed per vector; the rest is read per row or once.
+  for (Value operand : gradOp->getOperands().drop_front(2))
     if (!isa<BlockArgument>(operand))
-      return "an x, statistics or scale computed inside the unit";
+      return "statistics or a scale computed inside the unit";
   Block &body = unit.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -422,6 +437,18 @@ LogicalResult fff::lowerNormGradUnit(FusionOp unit, ValueRange inputs,
     auto arg = dyn_cast<BlockArgument>(inner);
     return arg ? inputs[arg.getArgNumber()] : Value();
   };
-  return lowerNormGrad(gradOp, gradOperands(gradOp, lookup), rewriter, unit,
-                       inputs);
+  GradOperands in = gradOperands(gradOp, lookup);
+  Value rows = in.input;
+  if (!rows) {
+    ArrayRef<int64_t> rowShape =
+        cast<RankedTensorType>(gradOp->getOperand(1).getType()).getShape();
+    auto anchor = llvm::find_if(
+        unit.getBody().front().getArguments(), [&](BlockArgument arg) {
+          return cast<RankedTensorType>(arg.getType()).getShape() == rowShape;
+        });
+    if (anchor == unit.getBody().front().args_end())
+      return rewriter.notifyMatchFailure(unit, "no row tensor among the inputs");
+    rows = inputs[anchor->getArgNumber()];
+  }
+  return lowerNormGrad(gradOp, in, rows, rewriter, unit, inputs);
 }

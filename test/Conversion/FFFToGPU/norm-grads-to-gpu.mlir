@@ -159,6 +159,51 @@ func.func @fused_casts(%grad: tensor<?x4096xf32>, %x: tensor<?x4096xbf16>, %g: t
 
 // -----
 
+// A mixed-precision LayerNorm (bf16 rows, f32 parameters), as the torch
+// backend trains it: dy and x are widened as they are read, x from its bf16
+// rows in both passes, and dx narrowed before the bf16 residual add. The
+// widened x never goes through memory.
+// The kernel's parameters: gamma, the statistics, dgamma's partial rows
+// (the only f32 matrix), the sizes, then dy, x, the residual gradient and
+// dh, all bf16.
+// CHECK-LABEL: func @mixed_precision
+// CHECK:         gpu.launch_func @fff_kernels::@fused_layer_norm_grad_f32_768_block_per_row
+// CHECK:       gpu.func @fused_layer_norm_grad_f32_768_block_per_row(%{{.*}}: memref<768xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x768xf32>, %{{.*}}: index, %{{.*}}: index, %[[DY:.*]]: memref<?x768xbf16>, %[[X:.*]]: memref<?x768xbf16>, %{{.*}}: memref<?x768xbf16>, %{{.*}}: memref<?x768xbf16>)
+// CHECK:         vector.load %[[X]]{{.*}} : memref<?x768xbf16>, vector<4xbf16>
+// CHECK:         vector.load %[[DY]]{{.*}} : memref<?x768xbf16>, vector<4xbf16>
+func.func @mixed_precision(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>,
+                           %g: tensor<768xf32>, %dres: tensor<?x768xbf16>) -> (tensor<?x768xbf16>, tensor<768xf32>) {
+  %dh, %dg = fff.fusion ins(%dy, %x, %m, %r, %g, %dres : tensor<?x768xbf16>, tensor<?x768xbf16>, tensor<?x1xf32>, tensor<?x1xf32>, tensor<768xf32>, tensor<?x768xbf16>) {
+  ^bb0(%a: tensor<?x768xbf16>, %b: tensor<?x768xbf16>, %ma: tensor<?x1xf32>, %ra: tensor<?x1xf32>, %w: tensor<768xf32>, %d: tensor<?x768xbf16>):
+    %dy_wide = arith.extf %a : tensor<?x768xbf16> to tensor<?x768xf32>
+    %x_wide = arith.extf %b : tensor<?x768xbf16> to tensor<?x768xf32>
+    %dx_wide, %dw = fff.layer_norm_grad %dy_wide, %x_wide, %ma, %ra scale(%w : tensor<768xf32>) : tensor<?x768xf32>, tensor<?x1xf32>
+    %dx = arith.truncf %dx_wide : tensor<?x768xf32> to tensor<?x768xbf16>
+    %sum = arith.addf %d, %dx : tensor<?x768xbf16>
+    fff.yield %sum, %dw : tensor<?x768xbf16>, tensor<768xf32>
+  } -> tensor<?x768xbf16>, tensor<768xf32>
+  return %dh, %dg : tensor<?x768xbf16>, tensor<768xf32>
+}
+
+// -----
+
+// A scale computed inside the unit is read once per column, not per row
+// vector: the unit runs as separate kernels, with a remark.
+// REMARK: remark: runs as separate kernels: the fused norm kernel does not take statistics or a scale computed inside the unit
+// CHECK-LABEL: func @computed_scale
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_256_warp_per_row
+func.func @computed_scale(%dy: tensor<?x256xf32>, %x: tensor<?x256xf32>, %w: tensor<256xbf16>) -> (tensor<?x256xf32>, tensor<256xf32>) {
+  %dx, %dg = fff.fusion ins(%dy, %x, %w : tensor<?x256xf32>, tensor<?x256xf32>, tensor<256xbf16>) {
+  ^bb0(%a: tensor<?x256xf32>, %b: tensor<?x256xf32>, %c: tensor<256xbf16>):
+    %wide = arith.extf %c : tensor<256xbf16> to tensor<256xf32>
+    %d, %dw = fff.rms_norm_grad %a, %b scale(%wide : tensor<256xf32>) : tensor<?x256xf32>
+    fff.yield %d, %dw : tensor<?x256xf32>, tensor<256xf32>
+  } -> tensor<?x256xf32>, tensor<256xf32>
+  return %dx, %dg : tensor<?x256xf32>, tensor<256xf32>
+}
+
+// -----
+
 // A unit the kernels cannot take (a per-row dy scale, neither a row tensor
 // nor a per-column parameter) runs as separate kernels, with a remark.
 // REMARK: remark: runs as separate kernels: the fused norm kernel does not take an input that is neither a row tensor nor a per-column parameter
