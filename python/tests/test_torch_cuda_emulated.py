@@ -268,9 +268,10 @@ def test_a_dropout_after_a_norm_joins_its_fused_backward_kernel(dtype, launches)
 def test_a_mixed_type_norm_under_autocast_trains_on_the_gpu_kernels(kind, launches):
     """An f32 norm module fed bf16 activations under CPU autocast (torch's
     mixed-type norm: f32 arithmetic, y and dx rounded once to bf16): its
-    forward and backward run on the GPU's f32 norm kernels, with x and dy
-    widened and dx narrowed by kernels of their own, and every gradient is
-    the CPU pipeline's within bf16's rounding."""
+    forward and backward are each one fused f32 norm kernel, which widens
+    x and dy as it reads them and narrows y and dx as it writes them (the
+    backward's column sums aside), and every gradient is the CPU
+    pipeline's within bf16's rounding."""
     torch.manual_seed(0)
     into, out = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)
     norm = torch.nn.LayerNorm(64) if kind == "layer_norm" else torch.nn.RMSNorm(64, eps=1e-6)
@@ -292,7 +293,10 @@ def test_a_mixed_type_norm_under_autocast_trains_on_the_gpu_kernels(kind, launch
     torch._dynamo.reset()
     for emulated, cpu in zip(grads[True], grads[False]):
         assert emulated.dtype == cpu.dtype and relative_error(emulated, cpu) < TOLERANCE[torch.bfloat16]
-    assert any(name.startswith(f"{kind}_grad_f32") for name in launches()), launches()
+    ran = launches()
+    assert any(name.startswith(f"fused_{kind}_f32") for name in ran), ran
+    assert any(name.startswith(f"fused_{kind}_grad_f32") for name in ran), ran
+    assert all(name.startswith("fused_") or name.endswith("column_sums") for name in ran), ran
     with torch.autocast("cpu", dtype=torch.bfloat16):
         report = fff.torch.explain(f, x, options=EMULATED, backward=True, print_report=False)
     assert dict(report.backward_calls) == {f"{kind}_grad": 1}, str(report)

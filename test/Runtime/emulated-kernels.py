@@ -6,7 +6,10 @@
 #   - layer_norm (with mean and rstd) and rms_norm in f32, f16 and bf16,
 #     over row sizes on both sides of each strategy's boundary (warp per
 #     row, block per row, looped) and a dynamic row size, with tail blocks;
-#   - a fused unit (residual add, norm, scale epilogue);
+#   - a fused unit (residual add, norm, scale epilogue), and the
+#     mixed-precision layer norm the torch backend trains (bf16 rows
+#     widened, f32 parameters, y narrowed, mean and rstd saved), each one
+#     fused kernel;
 #   - tree_ffn and leaf_tree_ffn through their latency kernels (small
 #     batches), their throughput kernels with and without staged levels, and
 #     the host's choice of the throughput kernel for a large batch;
@@ -99,6 +102,17 @@ func.func @fused(%x: tensor<?x96xbf16>, %r: tensor<?x96xbf16>, %g: tensor<96xbf1
   return %s, %o : tensor<?x96xbf16>, tensor<?x96xbf16>
 }
 """)
+# Mixed precision, as the torch backend's training forward writes it.
+MIXED_HIDDEN = (768, 4096, 16388, None)
+for hidden in MIXED_HIDDEN:
+    x, w = tensor((None, hidden), "bf16"), tensor((None, hidden), "f32")
+    p, st = tensor((hidden,), "f32"), tensor((None, 1), "f32")
+    norm_functions.append(
+        f"func.func @mixed_ln_{hidden or 'dynamic'}(%x: {x}, %g: {p}, %b: {p}) -> ({x}, {st}, {st}) {{\n"
+        f"  %xw = arith.extf %x : {x} to {w}\n"
+        f"  %yw, %m, %r = fff.layer_norm %xw scale(%g : {p}) bias(%b : {p}) return_stats : {w}\n"
+        f"  %y = arith.truncf %yw : {w} to {x}\n"
+        f"  return %y, %m, %r : {x}, {st}, {st}\n}}\n")
 norms = build("norms", norm_functions)
 
 
@@ -148,6 +162,24 @@ else:
     n = dequantize(quantize(s / np.sqrt((s * s).mean(axis=1, keepdims=True) + 1e-5) * g, "bf16")[0], "bf16")
     check.close("fused residual sum", dequantize(out[0], "bf16"), s, TOLERANCE["bf16"])
     check.close("fused scaled norm", dequantize(out[1], "bf16"), n * z, TOLERANCE["bf16"])
+
+for hidden in MIXED_HIDDEN:
+    name, width, rows = hidden or "dynamic", hidden or 300, 9
+    x_arr, x = quantize(rng.standard_normal((rows, width)) * 2 + 0.5, "bf16")
+    g, b = rng.standard_normal(width).astype(np.float32), rng.standard_normal(width).astype(np.float32)
+    first = len(launches())
+    out = call(norms, f"mixed_ln_{name}", [x_arr, g, b],
+               [((rows, width), np.uint16), ((rows, 1), np.float32), ((rows, 1), np.float32)], pads=(64, 64))
+    if isinstance(out, str):
+        check.failures.append(f"mixed_ln_{name}: {out}")
+        continue
+    ran = launches()[first:]
+    check.equal(f"mixed layer_norm {name} is one fused kernel", [k.startswith("fused_layer_norm_f32") for k in ran],
+                [True])
+    ref_y, ref_mean, ref_rstd = layer_norm_ref(x, g, b)
+    check.close(f"mixed layer_norm {name} y", dequantize(out[0], "bf16"), ref_y, TOLERANCE["bf16"])
+    check.close(f"mixed layer_norm {name} mean", out[1], ref_mean, TOLERANCE["f32"], scale=1 / ref_rstd)
+    check.close(f"mixed layer_norm {name} rstd", out[2], ref_rstd, TOLERANCE["f32"])
 
 # A caller's stream: the call is queued on it and is done once it syncs.
 x_arr, x = quantize(rng.standard_normal((3, 768)), "bf16")

@@ -62,8 +62,12 @@ std::string unsupportedOnGPU(FusionOp unit) {
     return whyNormGradUnitIsNotOneKernel(unit);
   Operation *norm = unit.getNorm();
   auto layerNorm = dyn_cast<LayerNormOp>(norm);
-  if (layerNorm && layerNorm.getReturnStats())
-    return "a norm that returns mean and rstd";
+  // The kernel stores the statistics per row, as the unit yields them.
+  Operation *yield = unit.getBody().front().getTerminator();
+  for (OpResult stat : norm->getResults().drop_front())
+    if (llvm::any_of(stat.getUsers(),
+                     [&](Operation *user) { return user != yield; }))
+      return "work on the norm's mean or rstd";
   auto type = cast<RankedTensorType>(norm->getOperand(0).getType());
   int64_t normalizedRank = layerNorm
                                ? layerNorm.getNormalizedRank()
@@ -92,8 +96,9 @@ std::string unsupportedOnGPU(FusionOp unit) {
 }
 
 /// Points the emitter's input and output paths at a fused unit: the norm's
-/// input is computed from the unit's inputs, and every unit result is
-/// computed from the normalized value and stored.
+/// input is computed from the unit's inputs, and every unit result but the
+/// norm's statistics (stored per row by the kernel, and without a buffer
+/// here) is computed from the normalized value and stored.
 void bindUnit(NormProblem &p, int64_t width) {
   FusionOp unit = p.unit;
   SmallVector<Value> buffers = p.unitBuffers;
@@ -115,7 +120,8 @@ void bindUnit(NormProblem &p, int64_t width) {
           b, VectorType::get({width}, elementType), normalized);
     evaluate.seed(normResult, normalized);
     for (auto [i, value] : llvm::enumerate(yield->getOperands()))
-      evaluate.store(evaluate.get(value), buffers[numInputs + i]);
+      if (Value buffer = buffers[numInputs + i])
+        evaluate.store(evaluate.get(value), buffer);
   };
 }
 
@@ -284,9 +290,28 @@ LogicalResult lowerFusion(FusionOp unit, ValueRange inputs,
   problem.gamma =
       bufferOf(layerNorm ? layerNorm.getGamma() : rmsNorm.getGamma());
   problem.beta = bufferOf(layerNorm ? layerNorm.getBeta() : Value());
+  // A layer norm's mean and rstd, where the unit yields either, are the
+  // kernel's per-row statistics (it stores both).
+  Value statsBuffers[2];
+  if (layerNorm && layerNorm.getReturnStats() &&
+      !llvm::all_of(norm->getResults().drop_front(),
+                    [](Value stat) { return stat.use_empty(); })) {
+    for (auto [i, stat] : llvm::enumerate(norm->getResults().drop_front()))
+      statsBuffers[i] =
+          view.allocResult(b, cast<RankedTensorType>(stat.getType()));
+    problem.mean = RowView::flatBuffer(b, statsBuffers[0]);
+    problem.rstd = RowView::flatBuffer(b, statsBuffers[1]);
+  }
   SmallVector<Value> resultBuffers;
-  for (Type type : unit.getResultTypes()) {
-    resultBuffers.push_back(view.allocResult(b, cast<RankedTensorType>(type)));
+  for (Value yielded : body.getTerminator()->getOperands()) {
+    auto result = dyn_cast<OpResult>(yielded);
+    if (result && result.getOwner() == norm && result.getResultNumber() > 0) {
+      resultBuffers.push_back(statsBuffers[result.getResultNumber() - 1]);
+      problem.unitBuffers.push_back(Value());
+      continue;
+    }
+    resultBuffers.push_back(
+        view.allocResult(b, cast<RankedTensorType>(yielded.getType())));
     problem.unitBuffers.push_back(view.outputMatrix(b, resultBuffers.back()));
   }
 

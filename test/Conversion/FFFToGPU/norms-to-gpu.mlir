@@ -98,20 +98,46 @@ func.func @shapes(%x: tensor<?x4x64xf32>, %g: tensor<4x64xf32>) -> (tensor<?x4x6
 
 // -----
 
-// A fused unit the kernel emitter cannot evaluate is split back, with the
-// reason: its norm gets a kernel of its own, the add stays for the linalg
-// lowering (unit-split.mlir has more).
+// A unit whose layer norm's mean and rstd it yields (the training forward
+// of a mixed-precision norm saves them for the backward) is one kernel: it
+// stores the statistics per row beside the unit's row results.
 // CHECK-LABEL: func @unit_with_stats
 // CHECK-NOT:     fff.fusion
+// CHECK:         %[[MEAN:.*]] = memref.alloc{{.*}} : memref<?x1xf32>
+// CHECK:         %[[RSTD:.*]] = memref.alloc{{.*}} : memref<?x1xf32>
+// CHECK:         %[[MEAN_ROWS:.*]] = memref.collapse_shape %[[MEAN]]
+// CHECK:         %[[RSTD_ROWS:.*]] = memref.collapse_shape %[[RSTD]]
+// CHECK:         gpu.launch_func @fff_kernels::@fused_layer_norm_f32_64_warp_per_row {{.*}} args(%{{.*}} : memref<64xf32>, %{{.*}} : memref<64xf32>, %[[MEAN_ROWS]] : memref<?xf32>, %[[RSTD_ROWS]] : memref<?xf32>,
+// CHECK:         return %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<?x1xf32>, tensor<?x1xf32>
+func.func @unit_with_stats(%x: tensor<?x64xbf16>, %g: tensor<64xf32>, %b: tensor<64xf32>)
+    -> (tensor<?x64xbf16>, tensor<?x1xf32>, tensor<?x1xf32>) {
+  %y, %m, %r = fff.fusion ins(%x, %g, %b : tensor<?x64xbf16>, tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%a: tensor<?x64xbf16>, %ga: tensor<64xf32>, %ba: tensor<64xf32>):
+    %wide = arith.extf %a : tensor<?x64xbf16> to tensor<?x64xf32>
+    %n:3 = fff.layer_norm %wide scale(%ga : tensor<64xf32>) bias(%ba : tensor<64xf32>) return_stats : tensor<?x64xf32>
+    %narrow = arith.truncf %n#0 : tensor<?x64xf32> to tensor<?x64xbf16>
+    fff.yield %narrow, %n#1, %n#2 : tensor<?x64xbf16>, tensor<?x1xf32>, tensor<?x1xf32>
+  } -> tensor<?x64xbf16>, tensor<?x1xf32>, tensor<?x1xf32>
+  return %y, %m, %r : tensor<?x64xbf16>, tensor<?x1xf32>, tensor<?x1xf32>
+}
+
+// -----
+
+// A fused unit the kernel emitter cannot evaluate is split back, with the
+// reason: its norm gets a kernel of its own, the pointwise ops stay for
+// the linalg lowering (unit-split.mlir has more).
+// CHECK-LABEL: func @unit_using_stats
+// CHECK-NOT:     fff.fusion
 // CHECK:         gpu.launch_func @fff_kernels::@layer_norm_f32_8
-// CHECK:         arith.addf %{{.*}} : tensor<4x8xf32>
-func.func @unit_with_stats(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-remark @+1 {{runs as separate kernels: the fused norm kernel does not take a norm that returns mean and rstd}}
-  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+// CHECK:         arith.mulf %{{.*}} : tensor<4x1xf32>
+func.func @unit_using_stats(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  // expected-remark @+1 {{runs as separate kernels: the fused norm kernel does not take work on the norm's mean or rstd}}
+  %0:2 = fff.fusion ins(%x : tensor<4x8xf32>) {
   ^bb0(%a: tensor<4x8xf32>):
     %n:3 = fff.layer_norm %a return_stats : tensor<4x8xf32>
     %y = arith.addf %n#0, %a : tensor<4x8xf32>
-    fff.yield %y : tensor<4x8xf32>
-  } -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
+    %v = arith.mulf %n#2, %n#2 : tensor<4x1xf32>
+    fff.yield %y, %v : tensor<4x8xf32>, tensor<4x1xf32>
+  } -> tensor<4x8xf32>, tensor<4x1xf32>
+  return %0#0, %0#1 : tensor<4x8xf32>, tensor<4x1xf32>
 }

@@ -5,12 +5,13 @@
 // CHECK-LABEL: func.func @yields_its_input
 // CHECK:         return %arg0
 func.func @yields_its_input(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-remark @+1 {{runs as separate kernels: the fused norm kernel does not take a norm that returns mean and rstd}}
-  %0 = fff.fusion ins(%x : tensor<4x8xf32>) {
+  // expected-remark @+1 {{runs as separate kernels: the fused norm kernel does not take work on the norm's mean or rstd}}
+  %0:2 = fff.fusion ins(%x : tensor<4x8xf32>) {
   ^bb0(%a: tensor<4x8xf32>):
     %n:3 = fff.layer_norm %a return_stats : tensor<4x8xf32>
     %y = arith.addf %n#0, %a : tensor<4x8xf32>
-    fff.yield %a : tensor<4x8xf32>
-  } -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
+    %v = arith.mulf %n#2, %n#2 : tensor<4x1xf32>
+    fff.yield %a, %v : tensor<4x8xf32>, tensor<4x1xf32>
+  } -> tensor<4x8xf32>, tensor<4x1xf32>
+  return %0#0 : tensor<4x8xf32>
 }
