@@ -74,6 +74,18 @@ bool readByUnitWork(BlockArgument arg, Operation *op) {
                       [&](Operation *user) { return user != op; });
 }
 
+/// The first input of `unit` of x's shape: where the unit computes x, the
+/// host side sizes the kernels' rows from it. Null if there is none.
+BlockArgument rowInput(FusionOp unit, Operation *gradOp) {
+  Type rowType = gradOp->getOperand(1).getType();
+  ArrayRef<int64_t> rowShape = cast<RankedTensorType>(rowType).getShape();
+  for (BlockArgument arg : unit.getBody().front().getArguments())
+    if (auto type = dyn_cast<RankedTensorType>(arg.getType());
+        type && type.getShape() == rowShape)
+      return arg;
+  return {};
+}
+
 /// A backward's fused unit as its kernels see it: the buffers its
 /// evaluator reads (one per unit input, null for those only the backward
 /// op reads) and, per unit result computed per vector, the value and the
@@ -397,6 +409,8 @@ std::string fff::whyNormGradUnitIsNotOneKernel(FusionOp unit) {
   for (Value operand : gradOp->getOperands().drop_front(2))
     if (!isa<BlockArgument>(operand))
       return "statistics or a scale computed inside the unit";
+  if (!rowInput(unit, gradOp))
+    return "a unit without an input of x's shape";
   Block &body = unit.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
@@ -438,17 +452,7 @@ LogicalResult fff::lowerNormGradUnit(FusionOp unit, ValueRange inputs,
     return arg ? inputs[arg.getArgNumber()] : Value();
   };
   GradOperands in = gradOperands(gradOp, lookup);
-  Value rows = in.input;
-  if (!rows) {
-    ArrayRef<int64_t> rowShape =
-        cast<RankedTensorType>(gradOp->getOperand(1).getType()).getShape();
-    auto anchor = llvm::find_if(
-        unit.getBody().front().getArguments(), [&](BlockArgument arg) {
-          return cast<RankedTensorType>(arg.getType()).getShape() == rowShape;
-        });
-    if (anchor == unit.getBody().front().args_end())
-      return rewriter.notifyMatchFailure(unit, "no row tensor among the inputs");
-    rows = inputs[anchor->getArgNumber()];
-  }
+  Value rows =
+      in.input ? in.input : inputs[rowInput(unit, gradOp).getArgNumber()];
   return lowerNormGrad(gradOp, in, rows, rewriter, unit, inputs);
 }

@@ -204,6 +204,34 @@ func.func @computed_scale(%dy: tensor<?x256xf32>, %x: tensor<?x256xf32>, %w: ten
 
 // -----
 
+// x and dy broadcast from parameters inside the unit: no input has x's
+// shape to size the kernel's rows from, so the unit runs as separate
+// kernels.
+// REMARK: remark: runs as separate kernels: the fused norm kernel does not take a unit without an input of x's shape
+// CHECK-LABEL: func @no_row_input
+// CHECK:         gpu.launch_func @fff_kernels::@rms_norm_grad_f32_256_warp_per_row
+func.func @no_row_input(%p: tensor<256xf32>, %q: tensor<256xf32>) -> tensor<4x256xf32> {
+  %dx = fff.fusion ins(%p, %q : tensor<256xf32>, tensor<256xf32>) {
+  ^bb0(%a: tensor<256xf32>, %c: tensor<256xf32>):
+    %e = tensor.empty() : tensor<4x256xf32>
+    %x = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]} ins(%a : tensor<256xf32>) outs(%e : tensor<4x256xf32>) {
+    ^bb1(%v: f32, %o: f32):
+      linalg.yield %v : f32
+    } -> tensor<4x256xf32>
+    %dy = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]} ins(%c : tensor<256xf32>) outs(%e : tensor<4x256xf32>) {
+    ^bb1(%v: f32, %o: f32):
+      linalg.yield %v : f32
+    } -> tensor<4x256xf32>
+    %d = fff.rms_norm_grad %dy, %x : tensor<4x256xf32>
+    fff.yield %d : tensor<4x256xf32>
+  } -> tensor<4x256xf32>
+  return %dx : tensor<4x256xf32>
+}
+
+// -----
+
 // A unit the kernels cannot take (a per-row dy scale, neither a row tensor
 // nor a per-column parameter) runs as separate kernels, with a remark.
 // REMARK: remark: runs as separate kernels: the fused norm kernel does not take an input that is neither a row tensor nor a per-column parameter
