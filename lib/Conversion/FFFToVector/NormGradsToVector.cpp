@@ -28,6 +28,13 @@
 // `dh = dresidual + dx`; a cast) as dx is written, so that neither dy, x's
 // widening nor dx is stored.
 //
+// Where dy, x and dx move more than the caches hold (min_streamed_bytes),
+// dx is written with streaming stores, which skip reading its lines first:
+// here, a 4096x768 f32 backward (37.7 MB) took 1.92 ms so against 2.13 for
+// LayerNorm, 1.65 against 1.96 for RMSNorm (medians of 30 interleaved
+// cold calls, the same bits). The partial rows, read back at every row,
+// are stored the ordinary way.
+//
 // Rows are grouped into `row_blocks` blocks (fewer for fewer rows), a
 // function of the shape alone; the blocks run across threads, each summing
 // its rows in order into partial rows of its own, and the partial rows are
@@ -167,11 +174,12 @@ struct GradRows {
   void storeInputGrad(Value value, Value row, Value column, Value mask) {
     // dx's buffer has the epilogue's type, to which a store of the f32
     // vector rounds it.
-    if (!epilogue || isNarrowingEpilogue(epilogue))
-      return emit.store(value, dx, {row, column}, mask);
-    emit.store(emit.evaluateEpilogue(epilogue, epilogueInputs, value,
-                                     type.getElementType(), row, column, mask),
-               dx, {row, column}, mask);
+    if (epilogue && !isNarrowingEpilogue(epilogue))
+      value = emit.evaluateEpilogue(epilogue, epilogueInputs, value,
+                                    type.getElementType(), row, column, mask);
+    emit.streamingStores = streamDx;
+    emit.store(value, dx, {row, column}, mask);
+    emit.streamingStores = false;
   }
 
   Value scaledGrad(Value dyValue, Value column, Value mask) {
@@ -243,6 +251,7 @@ struct GradRows {
     };
 
     Value work = arith::MulIOp::create(b, rows, n);
+    auto rowLoop = [&] {
     buildRowLoop(
         b, blocks, work, strategy.minParallelElements,
         strategy.toAttr(b.getContext()), [&](Value block) {
@@ -274,9 +283,40 @@ struct GradRows {
                   });
                   scf::YieldOp::create(b, nextSums.values());
                 });
+            if (streamDx)
+              emit.fenceStreamingStores();
             scf::YieldOp::create(b);
           });
         });
+    };
+    if (strategy.minStreamedBytes == 0 || failed(emit.declareStreamingFence()))
+      return rowLoop();
+    // Only dx streams: the partial rows are read back at every row.
+    emit.withStreamingStoresWhere(dxIsStreamable(), [&] {
+      streamDx = emit.streamingStores;
+      emit.streamingStores = false;
+      rowLoop();
+      streamDx = false;
+    });
+  }
+
+  /// Whether dx's stores skip the caches: the rows the call streams (dy, x
+  /// and dx) do not fit in them, so dx would leave them before anyone read
+  /// it, and dx's rows start on whole vectors.
+  Value dxIsStreamable() {
+    auto bytes = [&](Type element) {
+      return arith::MulIOp::create(
+          b, arith::MulIOp::create(b, rows, n),
+          emit.index(element.getIntOrFloatBitWidth() / 8));
+    };
+    Value streamed = arith::AddIOp::create(
+        b, bytes(outputType.getElementType()),
+        arith::MulIOp::create(b, bytes(type.getElementType()), emit.index(2)));
+    Value large =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, streamed,
+                              emit.index(strategy.minStreamedBytes));
+    return arith::AndIOp::create(b, large,
+                                 emit.startsOnWholeVectors(dxBuffer, n));
   }
 
   /// The parameter gradients `results` stand for: each summed one's
@@ -358,6 +398,9 @@ struct GradRows {
   /// x's buffer, or its prologue's first operand's: the extents.
   Value xBuffer;
   Value dx, dxBuffer, gamma, rows, n, inverseCount, blocks, rowsPerBlock;
+  /// While the row loop is built: whether dx's whole vectors are stored
+  /// non-temporally (dxIsStreamable).
+  bool streamDx = false;
   SmallVector<Value> partials;
 
 private:

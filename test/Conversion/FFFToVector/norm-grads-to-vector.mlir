@@ -10,12 +10,24 @@
 // row's dx and adds its dy * xhat and dy into the partials: the passes are
 // pipelined. The partial rows are then summed in block order, a vector of
 // columns at a time.
+// Where dy, x and dx (rows * 768 * 4 bytes each) move 32 MiB or more, more
+// than the caches hold, and dx's buffer and rows start on whole vectors
+// (64 bytes), dx is written with streaming stores (it would leave the
+// caches before anyone read it), each block's fenced before the block
+// ends; the partial rows, read back at every row, are stored the ordinary
+// way. Otherwise the same loops store dx the ordinary way.
 // CHECK-LABEL: func.func @layer_norm_grad
 // CHECK:         %[[FEWER:.*]] = arith.minui %[[ROWS:.*]], %c64
 // CHECK:         %[[BLOCKS:.*]] = arith.maxui %c1{{.*}}, %[[FEWER]]
 // CHECK:         %[[PER_BLOCK:.*]] = arith.ceildivui %[[ROWS]], %[[BLOCKS]]
 // CHECK:         %[[DGAMMA_PARTS:.*]] = memref.alloc(%[[BLOCKS]], %{{.*}}) {alignment = 64 : i64} : memref<?x?xf32>
 // CHECK:         %[[DBETA_PARTS:.*]] = memref.alloc(%[[BLOCKS]], %{{.*}}) {alignment = 64 : i64} : memref<?x?xf32>
+// CHECK:         %[[X_AND_DY:.*]] = arith.muli %{{.*}}, %c2
+// CHECK:         %[[MOVED:.*]] = arith.addi %{{.*}}, %[[X_AND_DY]]
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[MOVED]], %c33554432
+// CHECK:         %[[DX_START:.*]] = memref.extract_aligned_pointer_as_index %[[DX:.*]] : memref<?x768xf32>
+// CHECK:         %[[STREAM:.*]] = arith.andi %[[LARGE]], %{{.*}}
+// CHECK:         scf.if %[[STREAM]] {
 // CHECK:         scf.if
 // CHECK:           scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[BLOCKS]])
 // CHECK:             %[[FIRST:.*]] = arith.muli %[[BLOCK]], %[[PER_BLOCK]]
@@ -29,14 +41,19 @@
 // CHECK:                 %[[NEXT:.*]] = arith.minui %{{.*}}, %{{.*}} : index
 // CHECK:                 memref.load %{{.*}}[%[[NEXT]]] : memref<?xf32>
 // CHECK:                 scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK:                   vector.store %{{.*}}, %{{.*}}[%[[ROW]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK:                   vector.store %{{.*}}, %[[DX]][%[[ROW]], %{{.*}}] {alignment = 64 : i64, nontemporal = true} : memref<?x768xf32>, vector<16xf32>
 // CHECK:                   %[[PART:.*]] = vector.load %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
 // CHECK:                   %[[SUM:.*]] = arith.addf %[[PART]], %{{.*}} : vector<16xf32>
-// CHECK:                   vector.store %[[SUM]], %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}]
+// CHECK:                   vector.store %[[SUM]], %[[DGAMMA_PARTS]][%[[BLOCK]], %{{.*}}] : memref<?x?xf32>
 // CHECK:                   vector.load %{{.*}}[%[[NEXT]], %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK:               llvm.call @llvm.x86.sse.sfence()
 // CHECK:           } {fff.strategy = {accumulators = 4 : i64, bf16_rounding = "integer", lanes = 16 : i64, min_parallel_elements = 131072 : i64, min_streamed_bytes = 33554432 : i64, row_blocks = 64 : i64, vector_bits = 512 : i64}}
 // CHECK:         } else {
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %[[BLOCKS]]
+// CHECK:       } else {
+// CHECK:         scf.parallel
+// CHECK:                   vector.store %{{.*}}, %[[DX]][%{{.*}}, %{{.*}}] : memref<?x768xf32>, vector<16xf32>
+// CHECK-NOT:     nontemporal
 // CHECK:         %[[DGAMMA:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xf32>
 // CHECK:         scf.for %[[J:.*]] =
 // CHECK:           %[[TOTAL:.*]] = scf.for %[[K:.*]] = %{{.*}} to %[[BLOCKS]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16xf32>)
