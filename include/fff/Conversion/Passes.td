@@ -111,7 +111,11 @@ def ConvertFFFNormsToVector : Pass<"convert-fff-norms-to-vector"> {
     an ordinary store first reads the line it overwrites, so a norm too
     large for the caches moved three bytes per byte of result. A LayerNorm
     of 4096x4096 f32 took 4.3-4.7 ms so, against 8.7-9.9 ms. Smaller
-    results stay in the cache for whoever reads them next.
+    results stay in the cache for whoever reads them next. A norm backward
+    streams `dx` where `dy`, `x` and `dx` together move `min_streamed_bytes`
+    or more (fenced at the end of each block of rows; its partial rows,
+    read back at every row, are stored the ordinary way): a 4096x768 f32
+    LayerNorm backward took 1.92 ms so, against 2.13.
 
     bf16 results are rounded with AVX512-BF16's `vcvtneps2bf16` where this
     host has it (and `integer-bf16` is not set); a vector holding a NaN or a
