@@ -204,6 +204,9 @@ def compiled(module, name):
 def norm_case(kind, rows, hidden, dtype, bandwidth):
     x, dy = case_inputs(rows, hidden, dtype)
     steps, backwards, grads = {}, {}, {}
+    # The parameters' dtype of the norm timed (the float64 reference's are
+    # float64).
+    param_dtype = next(make_norm(kind, hidden, dtype).parameters()).dtype
     for name in ("eager", "inductor", "fff", "float64"):
         norm = make_norm(kind, hidden, dtype if name != "float64" else torch.float64)
         torch._dynamo.reset()
@@ -225,9 +228,9 @@ def norm_case(kind, rows, hidden, dtype, bandwidth):
     # The largest relative error of dx, dweight, dbias from float64's.
     errors = {name: max(relative_error(a, e) for a, e in zip(grads[name], grads["float64"]))
               for name in ("eager", "fff")}
-    moved = backward_bytes(kind, rows, hidden, x.element_size(), next(norm.parameters()).element_size())
+    moved = backward_bytes(kind, rows, hidden, x.element_size(), param_dtype.itemsize)
     best = min(("eager", "inductor"), key=lambda n: bwd[n])
-    mixed = " (f32 parameters)" if next(norm.parameters()).dtype != dtype and dtype != torch.float64 else ""
+    mixed = " (f32 parameters)" if param_dtype != dtype else ""
     label = f"{'h + ' if options.residual else ''}{kind} {str(dtype).replace('torch.', '')}{mixed} {rows}x{hidden}"
     print(f"| {label} | {fwd_bwd['eager']:.2f} | {fwd_bwd['inductor']:.2f} | {fwd_bwd['fff']:.2f} | "
           f"{fwd_bwd['inductor'] / fwd_bwd['fff']:.2f}x | {bwd['eager']:.2f} | {bwd['inductor']:.2f} | "

@@ -177,9 +177,10 @@ void fff::buildCPUPipeline(OpPassManager &pm,
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
-  // A 16-bit float row's tail, moved as i16: x86 without AVX512-FP16/BF16
-  // selects no masked load or store of f16 or bf16 vectors.
-  pm.addPass(createMaskedHalfAsIntegers());
+  // 16-bit float vectors moved as i16: x86 without AVX512-FP16/BF16
+  // selects no masked load or store of them, and scalarizes a select of
+  // them, which LLVM's combines make of a bf16 rounding's NaN select.
+  pm.addPass(createHalfVectorsAsIntegers());
   // Large buffers (results, above all) on huge pages: one page fault per 2
   // MiB instead of per 4 KiB; or from the host's buffer cache, whose pages
   // a previous call already faulted in.

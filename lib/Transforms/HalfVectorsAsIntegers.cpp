@@ -1,4 +1,4 @@
-//===- MaskedHalfAsIntegers.cpp - 16-bit float tails as i16 ---------------===//
+//===- HalfVectorsAsIntegers.cpp - 16-bit float vectors moved as i16 ------===//
 
 #include "fff/Transforms/Passes.h"
 
@@ -7,7 +7,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace fff {
-#define GEN_PASS_DEF_MASKEDHALFASINTEGERS
+#define GEN_PASS_DEF_HALFVECTORSASINTEGERS
 #include "fff/Transforms/Passes.h.inc"
 } // namespace fff
 
@@ -59,11 +59,42 @@ struct MaskedStoreAsIntegers : OpRewritePattern<LLVM::MaskedStoreOp> {
   }
 };
 
-struct MaskedHalfAsIntegersPass
-    : fff::impl::MaskedHalfAsIntegersBase<MaskedHalfAsIntegersPass> {
+struct LoadAsIntegers : OpRewritePattern<LLVM::LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LLVM::LoadOp op,
+                                PatternRewriter &rewriter) const override {
+    VectorType integers = asIntegers(op.getType());
+    if (!integers)
+      return failure();
+    auto load = cast<LLVM::LoadOp>(rewriter.clone(*op));
+    load.getResult().setType(integers);
+    rewriter.replaceOpWithNewOp<LLVM::BitcastOp>(op, op.getType(), load);
+    return success();
+  }
+};
+
+struct StoreAsIntegers : OpRewritePattern<LLVM::StoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LLVM::StoreOp op,
+                                PatternRewriter &rewriter) const override {
+    VectorType integers = asIntegers(op.getValue().getType());
+    if (!integers)
+      return failure();
+    Value bits =
+        LLVM::BitcastOp::create(rewriter, op.getLoc(), integers, op.getValue());
+    rewriter.modifyOpInPlace(op, [&] { op.getValueMutable().assign(bits); });
+    return success();
+  }
+};
+
+struct HalfVectorsAsIntegersPass
+    : fff::impl::HalfVectorsAsIntegersBase<HalfVectorsAsIntegersPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<MaskedLoadAsIntegers, MaskedStoreAsIntegers>(&getContext());
+    patterns.add<MaskedLoadAsIntegers, MaskedStoreAsIntegers, LoadAsIntegers,
+                 StoreAsIntegers>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
