@@ -28,8 +28,8 @@ struct NormGradProblem {
   /// [rows, rowSize], .., [rowSize]|null; dy, x and dx are null where a
   /// fused unit computes and consumes them.
   mlir::Value gradOutput, input, gamma;
-  mlir::Value mean, rstd;               // [rows] f32; null when absent
-  mlir::Value gradInput;                // [rows, rowSize]
+  mlir::Value mean, rstd; // [rows] f32; null when absent
+  mlir::Value gradInput;  // [rows, rowSize]
   /// [blocks, rowSize] f32: the blocks' partial sums of dy * xhat (for
   /// dgamma) and of dy (for dbeta); null where that gradient is not wanted.
   mlir::Value gammaPartials, betaPartials;

@@ -263,9 +263,8 @@ LogicalResult lowerNormGrad(Operation *op, const GradOperands &in, Value rows,
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   RowView view(b, rows, in.normalizedRank);
   Type elementType = getElementTypeOrSelf(op->getOperand(1).getType());
-  NormGradStrategy strategy =
-      selectNormGradStrategy(view.staticRowSize, elementType,
-                             unit ? extraRowStreams(unit, op) : 0);
+  NormGradStrategy strategy = selectNormGradStrategy(
+      view.staticRowSize, elementType, unit ? extraRowStreams(unit, op) : 0);
   NormGradProblem problem;
   problem.subtractMean = in.subtractMean;
   problem.epsilon = in.epsilon;

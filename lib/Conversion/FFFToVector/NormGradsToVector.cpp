@@ -252,42 +252,43 @@ struct GradRows {
 
     Value work = arith::MulIOp::create(b, rows, n);
     auto rowLoop = [&] {
-    buildRowLoop(
-        b, blocks, work, strategy.minParallelElements,
-        strategy.toAttr(b.getContext()), [&](Value block) {
-          Value first = arith::MulIOp::create(b, block, rowsPerBlock);
-          Value last = arith::MinUIOp::create(
-              b, rows, arith::AddIOp::create(b, first, rowsPerBlock));
-          for (Value partial : partials)
-            fillRow(partial, block);
-          // The last blocks of a few rows, and every block of none, are
-          // empty.
-          Value any =
-              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, last);
-          scf::IfOp::create(b, any, [&](OpBuilder &nested, Location) {
-            BuildInside inside(b, nested);
-            Value lastRow = arith::SubIOp::create(b, last, emit.index(1));
-            RowSums firstSums = sums(first, nullptr);
-            scf::ForOp::create(
-                b, first, last, emit.index(1), firstSums.values(),
-                [&](OpBuilder &nested, Location, Value row,
-                    ValueRange carried) {
-                  BuildInside inside(b, nested);
-                  RowSums rowSums = RowSums::like(firstSums, carried);
-                  // The block's last row takes its own first pass again,
-                  // from the cache, beside its second.
-                  Value next = arith::MinUIOp::create(
-                      b, lastRow, arith::AddIOp::create(b, row, emit.index(1)));
-                  RowSums nextSums = sums(next, [&](Value j, Value mask) {
-                    secondPass(row, block, rowSums, j, mask);
+      buildRowLoop(
+          b, blocks, work, strategy.minParallelElements,
+          strategy.toAttr(b.getContext()), [&](Value block) {
+            Value first = arith::MulIOp::create(b, block, rowsPerBlock);
+            Value last = arith::MinUIOp::create(
+                b, rows, arith::AddIOp::create(b, first, rowsPerBlock));
+            for (Value partial : partials)
+              fillRow(partial, block);
+            // The last blocks of a few rows, and every block of none, are
+            // empty.
+            Value any = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                              first, last);
+            scf::IfOp::create(b, any, [&](OpBuilder &nested, Location) {
+              BuildInside inside(b, nested);
+              Value lastRow = arith::SubIOp::create(b, last, emit.index(1));
+              RowSums firstSums = sums(first, nullptr);
+              scf::ForOp::create(
+                  b, first, last, emit.index(1), firstSums.values(),
+                  [&](OpBuilder &nested, Location, Value row,
+                      ValueRange carried) {
+                    BuildInside inside(b, nested);
+                    RowSums rowSums = RowSums::like(firstSums, carried);
+                    // The block's last row takes its own first pass again,
+                    // from the cache, beside its second.
+                    Value next = arith::MinUIOp::create(
+                        b, lastRow,
+                        arith::AddIOp::create(b, row, emit.index(1)));
+                    RowSums nextSums = sums(next, [&](Value j, Value mask) {
+                      secondPass(row, block, rowSums, j, mask);
+                    });
+                    scf::YieldOp::create(b, nextSums.values());
                   });
-                  scf::YieldOp::create(b, nextSums.values());
-                });
-            if (streamDx)
-              emit.fenceStreamingStores();
-            scf::YieldOp::create(b);
+              if (streamDx)
+                emit.fenceStreamingStores();
+              scf::YieldOp::create(b);
+            });
           });
-        });
     };
     if (strategy.minStreamedBytes == 0 || failed(emit.declareStreamingFence()))
       return rowLoop();
@@ -312,9 +313,8 @@ struct GradRows {
     Value streamed = arith::AddIOp::create(
         b, bytes(outputType.getElementType()),
         arith::MulIOp::create(b, bytes(type.getElementType()), emit.index(2)));
-    Value large =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, streamed,
-                              emit.index(strategy.minStreamedBytes));
+    Value large = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, streamed,
+                                        emit.index(strategy.minStreamedBytes));
     return arith::AndIOp::create(b, large,
                                  emit.startsOnWholeVectors(dxBuffer, n));
   }
