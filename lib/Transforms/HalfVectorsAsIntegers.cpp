@@ -44,21 +44,6 @@ struct MaskedLoadAsIntegers : OpRewritePattern<LLVM::MaskedLoadOp> {
   }
 };
 
-struct MaskedStoreAsIntegers : OpRewritePattern<LLVM::MaskedStoreOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(LLVM::MaskedStoreOp op,
-                                PatternRewriter &rewriter) const override {
-    VectorType integers = asIntegers(op.getValue().getType());
-    if (!integers)
-      return failure();
-    Value bits =
-        LLVM::BitcastOp::create(rewriter, op.getLoc(), integers, op.getValue());
-    rewriter.modifyOpInPlace(op, [&] { op.getValueMutable().assign(bits); });
-    return success();
-  }
-};
-
 struct LoadAsIntegers : OpRewritePattern<LLVM::LoadOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -74,10 +59,12 @@ struct LoadAsIntegers : OpRewritePattern<LLVM::LoadOp> {
   }
 };
 
-struct StoreAsIntegers : OpRewritePattern<LLVM::StoreOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// A store, masked (`LLVM::MaskedStoreOp`) or not (`LLVM::StoreOp`), of the
+/// same bits as i16.
+template <typename StoreOp> struct StoreAsIntegers : OpRewritePattern<StoreOp> {
+  using OpRewritePattern<StoreOp>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(LLVM::StoreOp op,
+  LogicalResult matchAndRewrite(StoreOp op,
                                 PatternRewriter &rewriter) const override {
     VectorType integers = asIntegers(op.getValue().getType());
     if (!integers)
@@ -93,8 +80,9 @@ struct HalfVectorsAsIntegersPass
     : fff::impl::HalfVectorsAsIntegersBase<HalfVectorsAsIntegersPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<MaskedLoadAsIntegers, MaskedStoreAsIntegers, LoadAsIntegers,
-                 StoreAsIntegers>(&getContext());
+    patterns.add<MaskedLoadAsIntegers, LoadAsIntegers,
+                 StoreAsIntegers<LLVM::MaskedStoreOp>,
+                 StoreAsIntegers<LLVM::StoreOp>>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
