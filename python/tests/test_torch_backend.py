@@ -595,3 +595,55 @@ def test_an_rms_norm_written_with_pow_minus_half_is_taken(with_scale, dtype):
     torch._dynamo.reset()
     error = ((actual.double() - expected.double()).norm() / expected.double().norm()).item()
     assert actual.dtype == dtype and error < (1e-5 if dtype == torch.float32 else 1e-2)
+
+
+def test_result_checks_compare_every_chunk(monkeypatch):
+    """The first call's check compares results a chunk at a time: a NaN, an
+    infinity or an error in any chunk, the last one included, refuses."""
+    from fff.torch import _regions
+
+    monkeypatch.setattr(_regions, "_CHECK_CHUNK", 4)
+    expected = torch.randn(3, 5)
+    assert _regions._mismatch("y", expected.clone(), expected) is None
+    last = expected.clone()
+    last[2, 4] = float("nan")
+    assert "NaNs or infinities" in _regions._mismatch("y", last, expected)
+    infinite = expected.clone()
+    infinite[1, 1] = float("inf")
+    assert "NaNs or infinities" in _regions._mismatch("y", expected, infinite)
+    off = expected.clone()
+    off[2, 3] += expected.norm() * 1e-2
+    assert "is off by 0.01" in _regions._mismatch("y", off, expected)
+
+
+_LARGE_REGION = """
+import resource, torch, fff.torch
+
+model = torch.nn.LayerNorm(64)
+with torch.no_grad():  # the compilers' own first-use memory, before the peak is taken
+    torch.compile(model, backend="fff")(torch.randn(8, 64))
+torch._dynamo.reset()
+x = torch.randn(1 << 20, 64)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with torch.no_grad():
+    y = torch.compile(model, backend="fff")(x)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert torch.allclose(y, model(x), atol=1e-5)
+print((peak - before) * 1024 / x.nbytes)
+"""
+
+
+def test_a_large_regions_first_call_takes_a_few_times_its_input_in_memory():
+    """The first call of a region compiled for a large static shape checks it
+    at that shape (random inputs, its ops' results, its own): the call
+    peaks at about three times its input, its result included. Whole-tensor
+    float64 comparisons took fifteen times, and ran out of memory on inputs
+    that eager ran. Run apart, so that the peak is this compile's alone."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", _LARGE_REGION], capture_output=True, text=True, timeout=240,
+                            env=dict(os.environ))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert float(result.stdout.split()[-1]) < 6, result.stdout

@@ -341,13 +341,20 @@ def _concrete(values, seed=0):
                 extent = extent.node.hint
             shape.append(int(extent))
         if value.dtype.is_floating_point:
-            tensor = torch.randn(shape, generator=generator).to(value.dtype)
+            tensor = torch.randn(shape, generator=generator, dtype=value.dtype)
         elif value.dtype == torch.bool:
             tensor = torch.randint(0, 2, shape, generator=generator).bool()
         else:
             tensor = torch.randint(-3, 4, shape, generator=generator).to(value.dtype)
         tensors.append(tensor.to(value.device))
     return tensors
+
+
+# Elements compared at a time (in float64) when a region's results are held
+# to its ops': a region compiled for a large static shape is checked at
+# that shape, and whole-tensor float64 temporaries would need many times
+# the memory the model itself uses.
+_CHECK_CHUNK = 1 << 20
 
 
 def _mismatch(name, actual, expected):
@@ -361,11 +368,18 @@ def _mismatch(name, actual, expected):
         return f"{name} has strides {actual.stride()}, where the region declares contiguous results"
     if not expected.is_floating_point():
         return None if torch.equal(actual, expected) else f"{name} differs from what its ops give"
-    a, e = actual.double(), expected.double()
-    if not torch.equal(torch.isnan(a), torch.isnan(e)) or not torch.equal(a[torch.isinf(e)], e[torch.isinf(e)]):
-        return f"{name} has NaNs or infinities where its ops do not"
-    finite = torch.isfinite(e)
-    error = ((a[finite] - e[finite]).norm() / e[finite].norm().clamp_min(1e-30)).item()
+    actual, expected = actual.reshape(-1), expected.reshape(-1)
+    squared_error = squared_norm = 0.0
+    for start in range(0, actual.numel(), _CHECK_CHUNK):
+        a = actual[start:start + _CHECK_CHUNK].double()
+        e = expected[start:start + _CHECK_CHUNK].double()
+        infinite = torch.isinf(e)
+        if not torch.equal(torch.isnan(a), torch.isnan(e)) or not torch.equal(a[infinite], e[infinite]):
+            return f"{name} has NaNs or infinities where its ops do not"
+        finite = torch.isfinite(e)
+        squared_error += (a[finite] - e[finite]).square().sum().item()
+        squared_norm += e[finite].square().sum().item()
+    error = squared_error ** 0.5 / max(squared_norm ** 0.5, 1e-30)
     if not error <= _TOLERANCE.get(expected.dtype, 1e-4):
         return f"{name} is off by {error:.2g} (relative) from what its ops give"
     return None
@@ -377,6 +391,7 @@ def check_results(compiled, values):
     tensors = _concrete(values)
     expected = results_of(compiled.module(*tensors))
     actual = compiled(tensors)
+    del tensors
     if len(actual) != len(expected):
         raise Refused(f"its compiled code gives {len(actual)} results, its ops {len(expected)}")
     for i, (a, e) in enumerate(zip(actual, expected)):
