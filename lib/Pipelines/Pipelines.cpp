@@ -305,13 +305,49 @@ llvm::Error fff::buildGPUPipeline(OpPassManager &pm,
   return llvm::Error::success();
 }
 
+/// Parses a pipeline's options from `text`; a bad option is an error through
+/// `errorHandler` (which a caller such as fff's C API reports as one line),
+/// not lines that the option parser prints on stderr beside a bare failure.
+static LogicalResult
+parsePipelineOptions(StringRef pipeline, StringRef text,
+                     detail::PassOptions &options,
+                     function_ref<LogicalResult(const Twine &)> errorHandler) {
+  std::string message;
+  llvm::raw_string_ostream errors(message);
+  if (succeeded(options.parseFromString(text, errors)))
+    return success();
+  // The option parser reports an unknown option to `errors`, behind a
+  // "<Pass-Options-Parser>: " that names no pipeline; a bad value it prints
+  // on stderr itself (LLVM's cl), leaving `errors` empty.
+  StringRef reason = StringRef(message).trim();
+  size_t prefix = reason.find(": ");
+  if (prefix != StringRef::npos)
+    reason = reason.drop_front(prefix + 2);
+  if (reason.empty())
+    return errorHandler("bad option value for " + pipeline + " in '" + text +
+                        "'");
+  return errorHandler("bad option for " + pipeline + ": " + reason);
+}
+
 void fff::registerFFFPipelines() {
-  PassPipelineRegistration<CPUPipelineOptions>(
+  // Registered without the typed helper, whose builder can neither report a
+  // bad option nor fail: a bad option or chip must be an error, not an
+  // abort inside LLVM.
+  registerPassPipeline(
       "fff-cpu-pipeline",
       "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
-      buildCPUPipeline);
-  // Registered without the typed helper, whose builder cannot fail: a bad
-  // chip must be an error, not an abort inside LLVM.
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CPUPipelineOptions options;
+        if (failed(parsePipelineOptions("fff-cpu-pipeline", text, options,
+                                        errorHandler)))
+          return failure();
+        buildCPUPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> handler) {
+        handler(CPUPipelineOptions());
+      });
   registerPassPipeline(
       "fff-gpu-pipeline",
       "Lower fff ops to CUDA kernels (PTX in gpu.binary) and host LLVM "
@@ -319,7 +355,8 @@ void fff::registerFFFPipelines() {
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         GPUPipelineOptions options;
-        if (failed(options.parseFromString(text)))
+        if (failed(parsePipelineOptions("fff-gpu-pipeline", text, options,
+                                        errorHandler)))
           return failure();
         if (llvm::Error error = buildGPUPipeline(pm, options))
           return errorHandler(llvm::toString(std::move(error)));

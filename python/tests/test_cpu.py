@@ -414,6 +414,10 @@ def test_functions_and_errors_of_compile():
         exe.nope
     with pytest.raises(fff.FFFError, match="unknown target 'tpu'"):
         fff.compile(norms_module("f32", 16), target="tpu")
+    with pytest.raises(fff.FFFError, match="^bad option for fff-cpu-pipeline: no such option bogus$"):
+        fff.compile(norms_module("f32", 16), bogus=3)
+    with pytest.raises(fff.FFFError, match="^bad option value for fff-cpu-pipeline in 'threads=many"):
+        fff.compile(norms_module("f32", 16), threads="many")
     with pytest.raises(fff.FFFError, match="@f argument #0 has element type i4, which fff's "
                                            "Python functions do not pass"):
         fff.compile("func.func @f(%x: tensor<4xi4>) -> tensor<4xi4> { return %x : tensor<4xi4> }")

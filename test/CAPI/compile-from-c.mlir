@@ -19,6 +19,8 @@
 // DESCRIBE: [{"arguments":[{"element":"bf16","shape":[-1,768]},{"element":"bf16","shape":[768]}],"name":"rms_norm","results":[{"element":"bf16","shape":[-1,768]}]}]
 // RUN: not %t.compile %s 'fff-gpu-pipeline{chip=sm_95}' --print 2>&1 | FileCheck %s --check-prefix=ERROR
 // ERROR: unknown GPU chip 'sm_95'
+// RUN: not %t.compile %s 'fff-cpu-pipeline{bogus=3}' --print 2>&1 | FileCheck %s --check-prefix=OPTION
+// OPTION: bad option for fff-cpu-pipeline: no such option bogus
 // RUN: not %t.compile %s 'no-such-pass' --print 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: no-such-pass
 
