@@ -647,3 +647,35 @@ def test_a_large_regions_first_call_takes_a_few_times_its_input_in_memory():
                             env=dict(os.environ))
     assert result.returncode == 0, result.stderr[-2000:]
     assert float(result.stdout.split()[-1]) < 6, result.stdout
+
+
+@pytest.mark.parametrize("transform", ["jacrev", "vmap_grad"])
+def test_a_graph_of_torch_func_transforms_goes_to_the_fallback_and_says_why(transform):
+    """torch.compile(jacrev(model)): Dynamo traces the transform's levels
+    into the graph, and fff's norm ops (whose autograd torch.func cannot
+    run: torch's error asks for a setup_context) broke its compile. The
+    whole graph is the fallback's, with the reason."""
+    from torch.func import functional_call, grad, jacrev, vmap
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 4), torch.nn.RMSNorm(4))
+    x = torch.randn(3, 16)
+    if transform == "jacrev":
+        function, args = jacrev(model), (x,)
+    else:
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def loss(p, row):
+            return functional_call(model, p, (row[None],)).square().sum()
+
+        function, args = vmap(grad(loss), in_dims=(None, 0)), (params, x)
+    expected = function(*args)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    actual = torch.compile(function, backend=functools.partial(fff.torch.backend, report=report))(*args)
+    torch._dynamo.reset()
+    for a, e in zip(*(list(v.values()) if isinstance(v, dict) else [v] for v in (actual, expected))):
+        assert torch.allclose(a, e, atol=1e-5, rtol=1e-4)
+    assert not report.regions and not report.backward, str(report)
+    assert any("torch.func transforms" in reason for (_, reason) in report.left), str(report)

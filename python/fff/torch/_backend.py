@@ -332,6 +332,13 @@ def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, ind
     return _fallback(fallback, gm, example_inputs, patches)
 
 
+def _is_functorch_call(node):
+    """Whether `node` is a step of a torch.func transform that Dynamo traced
+    into the graph (_grad_increment_nesting, _add_batch_dim, ...)."""
+    module = getattr(node.target, "__module__", None) or ""
+    return node.op == "call_function" and module.startswith(("torch._functorch", "torch._C._functorch"))
+
+
 def _leave_graph(nodes, report, reason, fallback):
     for n in nodes:
         report.leave(n, f"{reason}: all of it goes to {fallback}")
@@ -346,6 +353,12 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         placement = placement_of(example_inputs, emulate_cuda)
     except Unplaced as reason:
         return _leave_graph(nodes, report, reason, fallback)
+    if any(_is_functorch_call(n) for n in nodes):
+        # torch.func transforms compiled whole (torch.compile(jacrev(model)))
+        # wrap the graph's tensors in their own levels, which fff's custom
+        # ops, and their autograd, do not take part in.
+        return _leave_graph(nodes, report, "torch.func transforms (grad, vmap, jacrev, ...) run in this graph, "
+                            "and fff's ops do not implement them", fallback)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
                                                for t in example_inputs)
     raise_masked_tree_layers(gm)
