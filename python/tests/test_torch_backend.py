@@ -509,6 +509,17 @@ def test_explain_compiles_as_the_users_call_would():
     assert "as 3 fff call(s)" in text and "fff::region [cpu]: layer_norm" in text
 
 
+def test_explain_takes_keyword_inputs_as_a_transformers_model_is_called():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, vocab_size=64, max_position_embeddings=16)
+    model = transformers.BertModel(config).eval()
+    ids = torch.randint(0, 64, (2, 7))
+    report = fff.torch.explain(model, input_ids=ids, attention_mask=torch.ones_like(ids), grad=False,
+                               print_report=False)
+    assert report.taken["layer_norm"] == 3, str(report)
+
+
 def test_explain_names_a_layer_norm_without_affine_parameters():
     model = torch.nn.LayerNorm(8, elementwise_affine=False)
     report = fff.torch.explain(model, torch.randn(4, 8), grad=False, print_report=False)

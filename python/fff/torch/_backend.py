@@ -471,9 +471,11 @@ def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, r
     gm.recompile()
 
 
-def explain(model, *inputs, fallback="inductor", grad=None, backward=False, options=None, print_report=True):
+def explain(model, *inputs, fallback="inductor", grad=None, backward=False, options=None, print_report=True,
+            **keyword_inputs):
     """Compiles `model` with the fff backend as torch.compile(model,
-    backend="fff", options=options) would, runs it once on `inputs`, and
+    backend="fff", options=options) would, runs it once on `inputs` and
+    `keyword_inputs` (a transformers model's input_ids=..., say), and
     returns (and prints) a Report of what fff took, what it left and why.
     `grad` is the grad mode of that run: None (the default) keeps the
     caller's. With `backward`, the run is a training step's: grad mode on,
@@ -488,7 +490,7 @@ def explain(model, *inputs, fallback="inductor", grad=None, backward=False, opti
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=functools.partial(backend, report=report, **options))
     with torch.set_grad_enabled(True if backward else torch.is_grad_enabled() if grad is None else grad):
-        output = compiled(*inputs)
+        output = compiled(*inputs, **keyword_inputs)
         if backward:
             _run_backward(output, report)
     torch._dynamo.reset()
