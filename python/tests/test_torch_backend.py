@@ -690,3 +690,29 @@ def test_a_graph_of_torch_func_transforms_goes_to_the_fallback_and_says_why(tran
         assert torch.allclose(a, e, atol=1e-5, rtol=1e-4)
     assert not report.regions and not report.backward, str(report)
     assert any("torch.func transforms" in reason for (_, reason) in report.left), str(report)
+
+
+def _norm_beside_a_vmap(x, w):
+    h = torch.nn.functional.layer_norm(x, (16,), w)
+    # A transform of other work (as transformers builds its masks), whose
+    # pointwise ops read the norm's result from outside their level.
+    return h, torch.vmap(lambda row: row * h + 1.0)(x)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+def test_a_vmap_of_other_work_leaves_the_graphs_norms_to_fff(grad):
+    """transformers' mask functions run under torch.vmap in the model's graph
+    (Jamba's did, say): the norms outside the transform are still fff's, and
+    the transform's own nodes join no region."""
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 16), torch.randn(16, requires_grad=grad)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(_norm_beside_a_vmap, backend=functools.partial(fff.torch.backend, report=report))
+    with torch.set_grad_enabled(grad):
+        actual, expected = compiled(x, w), _norm_beside_a_vmap(x, w)
+    torch._dynamo.reset()
+    for a, e in zip(actual, expected):
+        assert torch.allclose(a, e, atol=1e-5)
+    assert report.taken["layer_norm"] == 1, str(report)
+    assert any("inside a torch.func transform" in reason for (_, reason) in report.left), str(report)

@@ -332,11 +332,28 @@ def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, ind
     return _fallback(fallback, gm, example_inputs, patches)
 
 
-def _is_functorch_call(node):
-    """Whether `node` is a step of a torch.func transform that Dynamo traced
-    into the graph (_grad_increment_nesting, _add_batch_dim, ...)."""
-    module = getattr(node.target, "__module__", None) or ""
-    return node.op == "call_function" and module.startswith(("torch._functorch", "torch._C._functorch"))
+def _inside_transforms(gm):
+    """The nodes of `gm` inside a torch.func transform that Dynamo traced
+    into the graph: between a level's _grad/_vmap/_jvp/_func
+    _increment_nesting and its _decrement_nesting. Their tensors are the
+    transform's wrappers, which fff's ops do not take."""
+    inside, depth = set(), 0
+    for node in gm.graph.nodes:
+        module = getattr(node.target, "__module__", None) or ""
+        name = getattr(node.target, "__name__", "")
+        functorch = node.op == "call_function" and module.startswith(("torch._functorch", "torch._C._functorch"))
+        if functorch and name.endswith("_decrement_nesting"):
+            depth -= 1
+        elif depth > 0:
+            inside.add(node)
+        if functorch and name.endswith("_increment_nesting"):
+            depth += 1
+    return inside
+
+
+# Ops whose presence inside a transform's levels leaves the whole graph to
+# the fallback: every pass of the backend's starts from one of them.
+_STARTS_OF_FFF_WORK = _NORMS | _REDUCTIONS | set(TREE_OPS.values()) | {"linear", "matmul", "tree_sublayer"}
 
 
 def _leave_graph(nodes, report, reason, fallback):
@@ -353,11 +370,14 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         placement = placement_of(example_inputs, emulate_cuda)
     except Unplaced as reason:
         return _leave_graph(nodes, report, reason, fallback)
-    if any(_is_functorch_call(n) for n in nodes):
+    inside = _inside_transforms(gm)
+    if any(op_name(n) in _STARTS_OF_FFF_WORK for n in inside):
         # torch.func transforms compiled whole (torch.compile(jacrev(model)))
-        # wrap the graph's tensors in their own levels, which fff's custom
-        # ops, and their autograd, do not take part in.
-        return _leave_graph(nodes, report, "torch.func transforms (grad, vmap, jacrev, ...) run in this graph, "
+        # wrap the model's tensors in their own levels, which fff's custom
+        # ops, and their autograd, do not take part in. A transform of
+        # other work (transformers' masks, built under vmap) leaves the
+        # graph's norms to fff, its own nodes out of every region.
+        return _leave_graph(nodes, report, "torch.func transforms (grad, vmap, jacrev, ...) run this graph's norms, "
                             "and fff's ops do not implement them", fallback)
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
                                                for t in example_inputs)
@@ -367,10 +387,11 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         # kernels; everything else, and its gradient, is the fallback's.
         report.training = True
         refused = take_trained_norms(gm, report, placement)
-        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, training=True, reported=refused)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, training=True, reported=refused,
+                           transformed=inside)
     else:
         take_tree_sublayers(gm, report, placement.pipeline)
-        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement)
+        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, transformed=inside)
         take_region_sublayers(gm, report, placement.pipeline)
         if placement.kind != "cpu":
             return place_fff_ops(gm, placement, report)
@@ -428,13 +449,14 @@ def _why_left(node):
     return _LEFT_BECAUSE.get(name, "not an op fff compiles")
 
 
-def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, reported=()):
+def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, reported=(), transformed=()):
     """Puts fff::region in place of each region of a norm and its pointwise
     neighbours that fff compiles for `placement`, leaving out the nodes
-    already `reported` as left. In a training graph, a region is only the
-    norm (see _norm_core), and it is taken where raising finds it to be
-    exactly one norm of its inputs."""
-    partitioner = CapabilityBasedPartitioner(gm, _RegionOps(gm, reported, training),
+    already `reported` as left and those inside torch.func transforms
+    (`transformed`). In a training graph, a region is only the norm (see
+    _norm_core), and it is taken where raising finds it to be exactly one
+    norm of its inputs."""
+    partitioner = CapabilityBasedPartitioner(gm, _RegionOps(gm, set(reported) | set(transformed), training),
                                              allows_single_node_partition=True)
     proposed = [part for p in partitioner.propose_partitions() for part in _connected_parts(p)]
     partitions = [_norm_core(p) for p in proposed] if training else proposed
@@ -444,7 +466,10 @@ def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, r
     for n in nodes:
         if n in in_regions or n in reported or is_fff_call(n) or is_trained_norm(n):
             continue
-        if training and n in beside_norms:
+        if n in transformed:
+            report.leave(n, f"inside a torch.func transform (transformers builds masks under vmap): it stays "
+                         f"with {fallback}")
+        elif training and n in beside_norms:
             report.leave(n, f"in a training graph fff takes the norm alone: the work around it, and its "
                          f"gradient, stay with {fallback}")
         elif any(n in p.nodes for p in partitions):
