@@ -716,3 +716,24 @@ def test_a_vmap_of_other_work_leaves_the_graphs_norms_to_fff(grad):
         assert torch.allclose(a, e, atol=1e-5)
     assert report.taken["layer_norm"] == 1, str(report)
     assert any("inside a torch.func transform" in reason for (_, reason) in report.left), str(report)
+
+
+def test_tree_layers_under_forward_mode_transforms_raise_rather_than_give_zero_tangents():
+    """torch.func.jvp runs a custom op as if it had no derivative: a tree
+    layer's tangents came out zero, with no error, eager and compiled.
+    Both now raise; vmap of the forward still runs."""
+    from torch.func import jacfwd, jvp, vmap
+
+    torch.manual_seed(0)
+    layer = fff.torch.TreeFFN(16, 8, 3, 2)
+    x = torch.randn(5, 16)
+    with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+        jvp(layer, (x,), (torch.randn_like(x),))
+    with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+        jacfwd(layer)(x[:1])
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="no forward-mode derivative"):
+        torch.compile(lambda x, v: jvp(layer, (x,), (v,)), backend="fff")(x, torch.randn_like(x))
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert torch.allclose(vmap(layer)(x[:, None]), layer(x)[:, None], atol=1e-6)

@@ -334,20 +334,22 @@ def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, ind
 
 def _inside_transforms(gm):
     """The nodes of `gm` inside a torch.func transform that Dynamo traced
-    into the graph: between a level's _grad/_vmap/_jvp/_func
-    _increment_nesting and its _decrement_nesting. Their tensors are the
-    transform's wrappers, which fff's ops do not take."""
-    inside, depth = set(), 0
+    into the graph (between a level's _grad/_vmap/_jvp/_func
+    _increment_nesting and its _decrement_nesting), each with the kinds of
+    the levels around it ("grad", "vmap", "jvp", "func"), outermost first.
+    Their tensors are the transforms' wrappers, which fff's ops do not
+    take."""
+    inside, levels = {}, []
     for node in gm.graph.nodes:
         module = getattr(node.target, "__module__", None) or ""
         name = getattr(node.target, "__name__", "")
         functorch = node.op == "call_function" and module.startswith(("torch._functorch", "torch._C._functorch"))
-        if functorch and name.endswith("_decrement_nesting"):
-            depth -= 1
-        elif depth > 0:
-            inside.add(node)
+        if functorch and name.endswith("_decrement_nesting") and levels:
+            levels.pop()
+        elif levels:
+            inside[node] = tuple(levels)
         if functorch and name.endswith("_increment_nesting"):
-            depth += 1
+            levels.append(name.removesuffix("_increment_nesting").lstrip("_"))
     return inside
 
 
@@ -371,6 +373,12 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
     except Unplaced as reason:
         return _leave_graph(nodes, report, reason, fallback)
     inside = _inside_transforms(gm)
+    if any(op_name(n) in TREE_OPS.values() and "jvp" in levels for n, levels in inside.items()):
+        # torch.func.jvp runs a custom op as if it had no derivative: the
+        # model's tree layers would give zero tangents, with no error.
+        raise RuntimeError("fff's tree layers have no forward-mode derivative: under torch.func.jvp (jvp, jacfwd, "
+                           "hessian) their tangents would be zero; differentiate them in reverse mode, with "
+                           "torch.autograd")
     if any(op_name(n) in _STARTS_OF_FFF_WORK for n in inside):
         # torch.func transforms compiled whole (torch.compile(jacrev(model)))
         # wrap the model's tensors in their own levels, which fff's custom
