@@ -329,40 +329,42 @@ parsePipelineOptions(StringRef pipeline, StringRef text,
   return errorHandler("bad option for " + pipeline + ": " + reason);
 }
 
-void fff::registerFFFPipelines() {
-  // Registered without the typed helper, whose builder can neither report a
-  // bad option nor fail: a bad option or chip must be an error, not an
-  // abort inside LLVM.
+/// Registers pipeline `name`, whose options are parsed as
+/// parsePipelineOptions does and whose builder may fail (an llvm::Error,
+/// reported through the handler). The typed helper
+/// (PassPipelineRegistration<Options>) can neither report a bad option nor
+/// fail: a bad option or chip must be an error, not an abort inside LLVM.
+template <typename Options>
+static void registerPipeline(
+    StringRef name, StringRef description,
+    std::function<llvm::Error(OpPassManager &, const Options &)> build) {
   registerPassPipeline(
-      "fff-cpu-pipeline",
-      "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
-        CPUPipelineOptions options;
-        if (failed(parsePipelineOptions("fff-cpu-pipeline", text, options,
-                                        errorHandler)))
+      name, description,
+      [name, build](OpPassManager &pm, StringRef text,
+                    function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        if (failed(parsePipelineOptions(name, text, options, errorHandler)))
           return failure();
-        buildCPUPipeline(pm, options);
-        return success();
-      },
-      [](function_ref<void(const detail::PassOptions &)> handler) {
-        handler(CPUPipelineOptions());
-      });
-  registerPassPipeline(
-      "fff-gpu-pipeline",
-      "Lower fff ops to CUDA kernels (PTX in gpu.binary) and host LLVM "
-      "dialect that launches them",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
-        GPUPipelineOptions options;
-        if (failed(parsePipelineOptions("fff-gpu-pipeline", text, options,
-                                        errorHandler)))
-          return failure();
-        if (llvm::Error error = buildGPUPipeline(pm, options))
+        if (llvm::Error error = build(pm, options))
           return errorHandler(llvm::toString(std::move(error)));
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> handler) {
-        handler(GPUPipelineOptions());
+        handler(Options());
       });
+}
+
+void fff::registerFFFPipelines() {
+  registerPipeline<CPUPipelineOptions>(
+      "fff-cpu-pipeline",
+      "Lower fff and linalg-on-tensors IR to LLVM dialect for the host CPU",
+      [](OpPassManager &pm, const CPUPipelineOptions &options) {
+        buildCPUPipeline(pm, options);
+        return llvm::Error::success();
+      });
+  registerPipeline<GPUPipelineOptions>(
+      "fff-gpu-pipeline",
+      "Lower fff ops to CUDA kernels (PTX in gpu.binary) and host LLVM "
+      "dialect that launches them",
+      buildGPUPipeline);
 }
