@@ -15,6 +15,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from . import _kernels
 from ._backward_fusion import with_backward_fusion
 from ._devices import Unplaced, copied_inputs, placement_of
+from ._layers import forward_mode_refusal
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
 from ._masked_trees import raise_masked_tree_layers
@@ -376,9 +377,7 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
     if any(op_name(n) in TREE_OPS.values() and "jvp" in levels for n, levels in inside.items()):
         # torch.func.jvp runs a custom op as if it had no derivative: the
         # model's tree layers would give zero tangents, with no error.
-        raise RuntimeError("fff's tree layers have no forward-mode derivative: under torch.func.jvp (jvp, jacfwd, "
-                           "hessian) their tangents would be zero; differentiate them in reverse mode, with "
-                           "torch.autograd")
+        raise forward_mode_refusal("a model's fff tree layer")
     if any(op_name(n) in _STARTS_OF_FFF_WORK for n in inside):
         # torch.func transforms compiled whole (torch.compile(jacrev(model)))
         # wrap the model's tensors in their own levels, which fff's custom

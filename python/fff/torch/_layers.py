@@ -187,9 +187,13 @@ def _refuse_forward_mode(layer):
     from torch._C._functorch import TransformType, get_interpreter_stack
 
     if any(level.key() == TransformType.Jvp for level in get_interpreter_stack() or ()):
-        raise RuntimeError(f"fff's {layer} has no forward-mode derivative: under torch.func.jvp (jvp, jacfwd, "
-                           f"hessian) its tangents would be zero; differentiate it in reverse mode, with "
-                           f"torch.autograd")
+        raise forward_mode_refusal(f"fff's {layer}")
+
+
+def forward_mode_refusal(what):
+    """The error for `what` (fff's TreeFFN, say) under torch.func.jvp."""
+    return RuntimeError(f"{what} has no forward-mode derivative: under torch.func.jvp (jvp, jacfwd, hessian) "
+                        f"its tangents would be zero; differentiate it in reverse mode, with torch.autograd")
 
 
 class TreeFFN(torch.nn.Module):
