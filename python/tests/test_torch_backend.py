@@ -720,8 +720,9 @@ def test_a_vmap_of_other_work_leaves_the_graphs_norms_to_fff(grad):
 
 def test_tree_layers_under_forward_mode_transforms_raise_rather_than_give_zero_tangents():
     """torch.func.jvp runs a custom op as if it had no derivative: a tree
-    layer's tangents came out zero, with no error, eager and compiled.
-    Both now raise; vmap of the forward still runs."""
+    layer's tangents came out zero, with no error, eager and compiled, and
+    torch.autograd.forward_ad gave none. All now raise, for the layers and
+    for the ops fff.torch exports; vmap of the forward still runs."""
     from torch.func import jacfwd, jvp, vmap
 
     torch.manual_seed(0)
@@ -734,6 +735,17 @@ def test_tree_layers_under_forward_mode_transforms_raise_rather_than_give_zero_t
     torch._dynamo.reset()
     with pytest.raises(Exception, match="no forward-mode derivative"):
         torch.compile(lambda x, v: jvp(layer, (x,), (v,)), backend="fff")(x, torch.randn_like(x))
+    # The ops themselves, as fff.torch exports them, and torch's forward AD
+    # outside torch.func, which gave no tangent at all.
+    weights = (layer.w_in, layer.b_in, layer.w_out, layer.b_out, layer.depth)
+    with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+        jvp(lambda x: fff.torch.tree_ffn(x, *weights), (x,), (torch.randn_like(x),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(x, torch.randn_like(x))
+        for run in (layer, lambda x: fff.torch.tree_ffn(x, *weights)):
+            with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+                run(dual)
     torch._dynamo.reset()
     with torch.no_grad():
         assert torch.allclose(vmap(layer)(x[:, None]), layer(x)[:, None], atol=1e-6)
+        assert torch.equal(fff.torch.tree_ffn(x, *weights), layer(x))

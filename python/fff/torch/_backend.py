@@ -15,10 +15,10 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from . import _kernels
 from ._backward_fusion import with_backward_fusion
 from ._devices import Unplaced, copied_inputs, placement_of
-from ._layers import forward_mode_refusal
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
 from ._masked_trees import raise_masked_tree_layers
+from ._ops import forward_mode_refusal
 from ._placed_ops import place_fff_ops
 from ._regions import LOCK, Refused, compile_region, exact_norm
 from ._report import Report

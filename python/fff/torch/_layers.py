@@ -9,7 +9,7 @@ import torch
 
 from .._fff import FFFError
 from ._devices import CPU, placement_of_device
-from ._ops import direct_op
+from ._ops import direct_op, refuse_forward_mode
 from ._kernels import ELEMENT, run_rows, tensor_type
 from ._tree_checks import activation_name, check_depth, check_extents, check_leaf, check_sublayer, check_tree
 from ._tree_training import (leaf_tree_ffn_autograd, leaf_tree_ffn_forward, setup_tree_context,
@@ -176,26 +176,6 @@ leaf_tree_ffn.register_autograd(leaf_tree_ffn_autograd, setup_context=setup_tree
 tree_sublayer.register_autograd(tree_sublayer_autograd, setup_context=setup_tree_sublayer_context)
 
 
-def _refuse_forward_mode(layer):
-    """Raises under torch.func.jvp (jvp, jacfwd, hessian), which runs a
-    custom op as if it had no derivative: every tangent through the layer
-    came out zero, with no error. Forward-mode AD outside torch.func
-    raises torch's own error. A compiled model's forward is traced with
-    fake tensors, outside any transform, and is not checked."""
-    if torch.compiler.is_compiling():
-        return
-    from torch._C._functorch import TransformType, get_interpreter_stack
-
-    if any(level.key() == TransformType.Jvp for level in get_interpreter_stack() or ()):
-        raise forward_mode_refusal(f"fff's {layer}")
-
-
-def forward_mode_refusal(what):
-    """The error for `what` (fff's TreeFFN, say) under torch.func.jvp."""
-    return RuntimeError(f"{what} has no forward-mode derivative: under torch.func.jvp (jvp, jacfwd, hessian) "
-                        f"its tangents would be zero; differentiate it in reverse mode, with torch.autograd")
-
-
 class TreeFFN(torch.nn.Module):
     """UltraFastBERT's fast feedforward layer: K trees of depth+1 levels; each
     row walks one path per tree, and its output is the sum of the visited
@@ -235,7 +215,7 @@ class TreeFFN(torch.nn.Module):
                 self.b_out.zero_()
 
     def forward(self, x):
-        _refuse_forward_mode("TreeFFN")
+        refuse_forward_mode("fff's TreeFFN", (x,))
         return torch.ops.fff.tree_ffn(x, self.w_in, self.b_in, self.w_out, self.b_out, self.depth,
                                       self.activation)
 
@@ -310,7 +290,7 @@ class LeafTreeFFN(torch.nn.Module):
                 p.uniform_(-bound, bound)
 
     def forward(self, x):
-        _refuse_forward_mode("LeafTreeFFN")
+        refuse_forward_mode("fff's LeafTreeFFN", (x,))
         return torch.ops.fff.leaf_tree_ffn(x, self.node_w, self.node_b, self.w1, self.b1, self.w2, self.b2,
                                            self.depth, self.activation)
 

@@ -22,6 +22,7 @@ class DirectOp:
         self.qualname = qualname
         namespace, name = qualname.split("::")
         self.overload = getattr(getattr(torch.ops, namespace), name).default
+        self.differentiable = False
 
     def register_fake(self, fake):
         """Registers `fake` as the op's FakeTensor kernel (a decorator, as
@@ -33,8 +34,11 @@ class DirectOp:
         """The op's gradient, as custom_op's register_autograd takes it. An
         op without one is a gradient itself: it is never differentiated."""
         torch.library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=_LIBRARY)
+        self.differentiable = True
 
     def __call__(self, *args, **kwargs):
+        if self.differentiable:
+            refuse_forward_mode(f"fff's {self.qualname.split('::')[1]}", args)
         return self.overload(*args, **kwargs)
 
 
@@ -48,3 +52,28 @@ def direct_op(qualname):
         _LIBRARY.impl(name, function, "CompositeExplicitAutograd")
         return DirectOp(qualname)
     return define
+
+
+def refuse_forward_mode(what, inputs=()):
+    """Raises where `what` (fff's TreeFFN, say) would run under forward-mode
+    AD: torch.func.jvp (jvp, jacfwd, hessian) on the stack, or a forward-AD
+    tangent on one of the tensors of `inputs`. torch runs a custom op as if
+    it had no derivative there: every tangent through it came out zero, or
+    none, with no error. A compiled model is traced with fake tensors,
+    outside any transform, and is not checked (the backend checks its
+    graph)."""
+    if torch.compiler.is_compiling():
+        return
+    from torch._C._functorch import TransformType, get_interpreter_stack
+    from torch.autograd.forward_ad import unpack_dual
+
+    if (any(level.key() == TransformType.Jvp for level in get_interpreter_stack() or ())
+            or any(isinstance(t, torch.Tensor) and unpack_dual(t).tangent is not None for t in inputs)):
+        raise forward_mode_refusal(what)
+
+
+def forward_mode_refusal(what):
+    """The error for `what` under forward-mode AD."""
+    return RuntimeError(f"{what} has no forward-mode derivative: under torch.func.jvp (jvp, jacfwd, hessian) or "
+                        f"torch.autograd.forward_ad its tangents would be zero; differentiate it in reverse mode, "
+                        f"with torch.autograd")
