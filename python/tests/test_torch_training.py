@@ -559,3 +559,90 @@ def test_openmp_teams_and_fff_threads_give_the_same_bits(tmp_path):
         for key in ("y", "dx"):
             assert torch.equal(run[key], reference[key]), f"{key} with {name}"
         assert all(torch.equal(a, b) for a, b in zip(run["parameters"], reference["parameters"])), name
+
+
+class _CheckpointedBlocks(torch.nn.Module):
+    """Pre-norm blocks run under torch.utils.checkpoint: a LayerNorm
+    module and LLaMA's RMSNorm written out in ops (x * rsqrt(mean(x^2) +
+    eps) * w, in f32), then a final norm outside any block."""
+
+    def __init__(self, width=48, blocks=3, reentrant=False):
+        super().__init__()
+        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(width) for _ in range(blocks))
+        self.scales = torch.nn.ParameterList(torch.nn.Parameter(torch.rand(width) + 0.5) for _ in range(blocks))
+        self.mlps = torch.nn.ModuleList(torch.nn.Linear(width, width) for _ in range(2 * blocks))
+        self.final = torch.nn.LayerNorm(width)
+        self.reentrant = reentrant
+
+    def block(self, i, x):
+        x = x + self.mlps[2 * i](self.norms[i](x)).relu()
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return x + self.mlps[2 * i + 1](self.scales[i] * h.to(x.dtype))
+
+    def forward(self, x):
+        for i in range(len(self.norms)):
+            x = torch.utils.checkpoint.checkpoint(functools.partial(self.block, i), x, use_reentrant=self.reentrant)
+        return self.final(x)
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, reentrant, monkeypatch):
+    """Dynamo traces each checkpointed call into a subgraph of its own: its
+    norms were left to the fallback. They train on fff now, and fff's
+    forward calls in the blocks run again in the backward, as
+    checkpointing recomputes the block."""
+    from fff.torch import _training
+
+    calls = []
+    executable = _training.executable
+
+    def counted(kind, *args, **kwargs):
+        exe = executable(kind, *args, **kwargs)
+        forward = exe.forward
+
+        class Counted:
+            def __getattr__(self, name):
+                return getattr(exe, name)
+
+            def forward(self, *inputs):
+                calls.append(kind)
+                return forward(*inputs)
+        return Counted()
+
+    monkeypatch.setattr(_training, "executable", counted)
+    torch.manual_seed(0)
+    model = _CheckpointedBlocks(reentrant=reentrant)
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    for batch in (4, 7):
+        x = torch.randn(batch, 5, 48)
+        weights = torch.randn(batch, 5, 48)
+        grads = []
+        for run, module in ((compiled, model), (compiled, model), (reference, reference)):
+            module.zero_grad()
+            del calls[:]  # the first call's compiling and checks call fff too
+            leaf = x.clone().requires_grad_()
+            output = run(leaf)
+            forward_calls = len(calls)
+            (output * weights).sum().backward()
+            backward_calls = len(calls) - forward_calls
+            grads.append([leaf.grad] + [p.grad for p in module.parameters()])
+            if module is model:
+                # The final norm is outside the blocks: it is not recomputed.
+                assert (forward_calls, backward_calls) == (7, 6), (forward_calls, backward_calls)
+            else:
+                assert not calls
+        for (name, _), actual, expected in zip([("x", None)] + list(model.named_parameters()), grads[1], grads[2]):
+            assert relative_error(actual, expected) < 1e-5, name
+    assert report.taken["layer_norm"] == 8 and report.taken["rms_norm"] == 6, str(report)
+    # Without grad, checkpointing only runs the blocks: they join the graph.
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    with torch.no_grad():
+        assert relative_error(compiled(x), model(x)) < 1e-6
+    assert report.taken["layer_norm"] == 4 and report.taken["rms_norm"] == 3, str(report)

@@ -14,6 +14,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from . import _kernels
 from ._backward_fusion import with_backward_fusion
+from ._checkpoints import checkpointed_bodies, inline_checkpoints
 from ._devices import Unplaced, copied_inputs, placement_of
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
@@ -40,6 +41,7 @@ _LEFT_BECAUSE = {
     "bmm": _MATRIX_PRODUCTS,
     "softmax": "softmax is not a norm: it stays with the fallback",
     "scaled_dot_product_attention": "attention stays with the fallback",
+    "tag_activation_checkpoint": "a checkpointed block's call: its norms are fff's, the call the fallback's",
 }
 _OPTIONS = ("fallback", "inductor", "emulate_cuda")
 
@@ -367,6 +369,12 @@ def _leave_graph(nodes, report, reason, fallback):
 def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
     report.graphs += 1
     report.fallback, report.grad = fallback, torch.is_grad_enabled()
+    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                               for t in example_inputs)
+    if not training:
+        # Nothing is recomputed where nothing needs a gradient: a
+        # checkpointed block's nodes join the graph's.
+        inline_checkpoints(gm)
     nodes = _compute_nodes(gm)
     report.ops += len(nodes)
     try:
@@ -386,8 +394,6 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         # graph's norms to fff, its own nodes out of every region.
         return _leave_graph(nodes, report, "torch.func transforms (grad, vmap, jacrev, ...) run this graph's norms, "
                             "and fff's ops do not implement them", fallback)
-    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
-                                               for t in example_inputs)
     raise_masked_tree_layers(gm)
     if training:
         # A training graph: its norms, forward and backward, run on fff's
@@ -396,7 +402,13 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         refused = take_trained_norms(gm, report, placement)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, training=True, reported=refused,
                            transformed=inside)
+        for body in checkpointed_bodies(gm):
+            report.ops += len(_compute_nodes(body))
+            refused = take_trained_norms(body, report, placement)
+            _take_norm_regions(body, _compute_nodes(body), fallback, report, placement, training=True,
+                               reported=refused)
     else:
+        inline_checkpoints(gm)
         take_tree_sublayers(gm, report, placement.pipeline)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, transformed=inside)
         take_region_sublayers(gm, report, placement.pipeline)
