@@ -586,13 +586,10 @@ class _CheckpointedBlocks(torch.nn.Module):
         return self.final(x)
 
 
-@pytest.mark.parametrize("fallback", ["eager", "inductor"])
-@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
-def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, reentrant, monkeypatch):
-    """Dynamo traces each checkpointed call into a subgraph of its own: its
-    norms were left to the fallback. They train on fff now, and fff's
-    forward calls in the blocks run again in the backward, as
-    checkpointing recomputes the block."""
+@pytest.fixture
+def fff_norm_calls(monkeypatch):
+    """The trained norms' kernels run, call by call: the kind of norm for a
+    forward kernel, with "_grad" for a backward one."""
     from fff.torch import _training
 
     calls = []
@@ -600,7 +597,6 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
 
     def counted(kind, *args, **kwargs):
         exe = executable(kind, *args, **kwargs)
-        forward = exe.forward
 
         class Counted:
             def __getattr__(self, name):
@@ -608,10 +604,25 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
 
             def forward(self, *inputs):
                 calls.append(kind)
-                return forward(*inputs)
+                return exe.forward(*inputs)
+
+            def backward(self, *inputs, **options):
+                calls.append(kind + "_grad")
+                return exe.backward(*inputs, **options)
         return Counted()
 
     monkeypatch.setattr(_training, "executable", counted)
+    return calls
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, reentrant, fff_norm_calls):
+    """Dynamo traces each checkpointed call into a subgraph of its own: its
+    norms were left to the fallback. They train on fff now, and fff's
+    forward calls in the blocks run again in the backward, as
+    checkpointing recomputes the block."""
+    calls = fff_norm_calls
     torch.manual_seed(0)
     model = _CheckpointedBlocks(reentrant=reentrant)
     reference = copy.deepcopy(model)
@@ -627,13 +638,15 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
             del calls[:]  # the first call's compiling and checks call fff too
             leaf = x.clone().requires_grad_()
             output = run(leaf)
-            forward_calls = len(calls)
+            forward_calls = calls[:]
             (output * weights).sum().backward()
-            backward_calls = len(calls) - forward_calls
+            backward_calls = calls[len(forward_calls):]
             grads.append([leaf.grad] + [p.grad for p in module.parameters()])
             if module is model:
                 # The final norm is outside the blocks: it is not recomputed.
-                assert (forward_calls, backward_calls) == (7, 6), (forward_calls, backward_calls)
+                assert sorted(forward_calls) == ["layer_norm"] * 4 + ["rms_norm"] * 3, forward_calls
+                assert sorted(backward_calls) == sorted(["layer_norm"] * 3 + ["rms_norm"] * 3 + ["layer_norm_grad"] * 4
+                                                        + ["rms_norm_grad"] * 3), backward_calls
             else:
                 assert not calls
         for (name, _), actual, expected in zip([("x", None)] + list(model.named_parameters()), grads[1], grads[2]):
@@ -646,3 +659,64 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
     with torch.no_grad():
         assert relative_error(compiled(x), model(x)) < 1e-6
     assert report.taken["layer_norm"] == 4 and report.taken["rms_norm"] == 3, str(report)
+
+
+class _NestedRegionBlocks(torch.nn.Module):
+    """Pre-LN blocks whose forward is a torch.compiler.nested_compile_region:
+    Dynamo traces it once, into one subgraph that every block calls."""
+
+    class Block(torch.nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(width)
+            self.mlp = torch.nn.Linear(width, width)
+
+        @torch.compiler.nested_compile_region
+        def forward(self, x):
+            return x + torch.nn.functional.gelu(self.mlp(self.norm(x)))
+
+    def __init__(self, width=48, blocks=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(self.Block(width) for _ in range(blocks))
+        self.final = torch.nn.RMSNorm(width)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.final(x)
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+def test_norms_in_nested_compile_regions_are_fff_s(fallback, fff_norm_calls):
+    """A nested compile region's subgraph is one for all its calls: its
+    norm trains on fff in every block (one site in the report), and
+    without grad the blocks' nodes join the graph."""
+    torch.manual_seed(0)
+    model = _NestedRegionBlocks()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    x, weights = torch.randn(4, 5, 48), torch.randn(4, 5, 48)
+    grads = []
+    for run, module in ((compiled, model), (compiled, model), (reference, reference)):
+        module.zero_grad()
+        del fff_norm_calls[:]
+        leaf = x.clone().requires_grad_()
+        (run(leaf) * weights).sum().backward()
+        grads.append([leaf.grad] + [p.grad for p in module.parameters()])
+        if len(grads) == 2:  # compiled, its compiling and checks done
+            assert sorted(fff_norm_calls) == ["layer_norm"] * 3 + ["layer_norm_grad"] * 3 + ["rms_norm",
+                                                                                             "rms_norm_grad"]
+    for (name, _), actual, expected in zip([("x", None)] + list(model.named_parameters()), grads[1], grads[2]):
+        assert relative_error(actual, expected) < 1e-5, name
+    assert report.taken["layer_norm"] == 1 and report.taken["rms_norm"] == 1, str(report)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    with torch.no_grad():
+        assert relative_error(compiled(x), model(x)) < 1e-6
+    assert report.taken["layer_norm"] == 3 and report.taken["rms_norm"] == 1, str(report)

@@ -14,7 +14,6 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from . import _kernels
 from ._backward_fusion import with_backward_fusion
-from ._checkpoints import checkpointed_bodies, inline_checkpoints
 from ._devices import Unplaced, copied_inputs, placement_of
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
     is_fff_call, op_name, writes_unseen
@@ -23,6 +22,7 @@ from ._ops import forward_mode_refusal
 from ._placed_ops import place_fff_ops
 from ._regions import LOCK, Refused, compile_region, exact_norm
 from ._report import Report
+from ._subgraphs import called_subgraphs, inline_subgraphs
 from ._sublayers import take_region_sublayers, take_tree_sublayers
 from ._trained_norms import is_trained_norm, replace_with_trained_norm, take_trained_norms
 
@@ -42,6 +42,7 @@ _LEFT_BECAUSE = {
     "softmax": "softmax is not a norm: it stays with the fallback",
     "scaled_dot_product_attention": "attention stays with the fallback",
     "tag_activation_checkpoint": "a checkpointed block's call: its norms are fff's, the call the fallback's",
+    "invoke_subgraph": "a nested compile region's call: its norms are fff's, the call the fallback's",
 }
 _OPTIONS = ("fallback", "inductor", "emulate_cuda")
 
@@ -372,9 +373,10 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
     training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
                                                for t in example_inputs)
     if not training:
-        # Nothing is recomputed where nothing needs a gradient: a
-        # checkpointed block's nodes join the graph's.
-        inline_checkpoints(gm)
+        # Nothing is recomputed or differentiated where nothing needs a
+        # gradient: checkpointed blocks' and nested regions' nodes join
+        # the graph's.
+        inline_subgraphs(gm)
     nodes = _compute_nodes(gm)
     report.ops += len(nodes)
     try:
@@ -402,13 +404,12 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         refused = take_trained_norms(gm, report, placement)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, training=True, reported=refused,
                            transformed=inside)
-        for body in checkpointed_bodies(gm):
+        for body in called_subgraphs(gm):
             report.ops += len(_compute_nodes(body))
             refused = take_trained_norms(body, report, placement)
             _take_norm_regions(body, _compute_nodes(body), fallback, report, placement, training=True,
                                reported=refused)
     else:
-        inline_checkpoints(gm)
         take_tree_sublayers(gm, report, placement.pipeline)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, transformed=inside)
         take_region_sublayers(gm, report, placement.pipeline)
