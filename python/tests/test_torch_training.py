@@ -663,17 +663,20 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
 
 class _NestedRegionBlocks(torch.nn.Module):
     """Pre-LN blocks whose forward is a torch.compiler.nested_compile_region:
-    Dynamo traces it once, into one subgraph that every block calls."""
+    Dynamo traces it once, into one subgraph that every block calls. Each
+    ends in a checkpointed norm: a subgraph within the subgraph."""
 
     class Block(torch.nn.Module):
         def __init__(self, width):
             super().__init__()
             self.norm = torch.nn.LayerNorm(width)
             self.mlp = torch.nn.Linear(width, width)
+            self.post = torch.nn.LayerNorm(width)
 
         @torch.compiler.nested_compile_region
         def forward(self, x):
-            return x + torch.nn.functional.gelu(self.mlp(self.norm(x)))
+            x = x + torch.nn.functional.gelu(self.mlp(self.norm(x)))
+            return torch.utils.checkpoint.checkpoint(self.post, x, use_reentrant=False)
 
     def __init__(self, width=48, blocks=3):
         super().__init__()
@@ -689,8 +692,9 @@ class _NestedRegionBlocks(torch.nn.Module):
 @pytest.mark.parametrize("fallback", ["eager", "inductor"])
 def test_norms_in_nested_compile_regions_are_fff_s(fallback, fff_norm_calls):
     """A nested compile region's subgraph is one for all its calls: its
-    norm trains on fff in every block (one site in the report), and
-    without grad the blocks' nodes join the graph."""
+    norms, the checkpointed one in it too, train on fff in every block (one
+    site each in the report), and without grad the blocks' nodes join the
+    graph."""
     torch.manual_seed(0)
     model = _NestedRegionBlocks()
     with torch.no_grad():
@@ -709,14 +713,16 @@ def test_norms_in_nested_compile_regions_are_fff_s(fallback, fff_norm_calls):
         (run(leaf) * weights).sum().backward()
         grads.append([leaf.grad] + [p.grad for p in module.parameters()])
         if len(grads) == 2:  # compiled, its compiling and checks done
-            assert sorted(fff_norm_calls) == ["layer_norm"] * 3 + ["layer_norm_grad"] * 3 + ["rms_norm",
+            # Six LayerNorms, the three checkpointed ones again in the
+            # backward, and every norm's gradient.
+            assert sorted(fff_norm_calls) == ["layer_norm"] * 9 + ["layer_norm_grad"] * 6 + ["rms_norm",
                                                                                              "rms_norm_grad"]
     for (name, _), actual, expected in zip([("x", None)] + list(model.named_parameters()), grads[1], grads[2]):
         assert relative_error(actual, expected) < 1e-5, name
-    assert report.taken["layer_norm"] == 1 and report.taken["rms_norm"] == 1, str(report)
+    assert report.taken["layer_norm"] == 2 and report.taken["rms_norm"] == 1, str(report)
     report = fff.torch.Report()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
     with torch.no_grad():
         assert relative_error(compiled(x), model(x)) < 1e-6
-    assert report.taken["layer_norm"] == 3 and report.taken["rms_norm"] == 1, str(report)
+    assert report.taken["layer_norm"] == 6 and report.taken["rms_norm"] == 1, str(report)

@@ -27,14 +27,16 @@ def _subgraph_calls(gm):
                 yield node, getattr(gm, body.target)
 
 
-def called_subgraphs(gm):
-    """The subgraphs (GraphModules) that `gm` calls, each once. A training
-    graph's norms in them become trained ops there: AOTAutograd then
-    recomputes a checkpointed block's fff calls in the backward, as it
-    recomputes the block's other ops."""
-    found = {}
+def called_subgraphs(gm, found=None):
+    """The subgraphs (GraphModules) that `gm` calls, and those they call,
+    each once. A training graph's norms in them become trained ops there:
+    AOTAutograd then recomputes a checkpointed block's fff calls in the
+    backward, as it recomputes the block's other ops."""
+    found = {} if found is None else found
     for _, body in _subgraph_calls(gm):
-        found.setdefault(id(body), body)
+        if id(body) not in found:
+            found[id(body)] = body
+            called_subgraphs(body, found)
     return list(found.values())
 
 
@@ -43,9 +45,10 @@ def inline_subgraphs(gm):
     needs a gradient (an inference graph): a checkpointed call then only
     runs its body, and a nested region's calls each run theirs. A call
     whose result is read whole, or whose body reads attributes of its own
-    (a subgraph of its own), stays a call."""
+    (other than the subgraphs it calls, inlined first), stays a call."""
     changed = False
     for call, body in _subgraph_calls(gm):
+        inline_subgraphs(body)
         taken_apart = all(u.op == "call_function" and u.target is operator.getitem for u in call.users)
         if not taken_apart or any(n.op == "get_attr" for n in body.graph.nodes):
             continue
