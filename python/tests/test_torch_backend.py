@@ -749,3 +749,47 @@ def test_tree_layers_under_forward_mode_transforms_raise_rather_than_give_zero_t
     with torch.no_grad():
         assert torch.allclose(vmap(layer)(x[:, None]), layer(x)[:, None], atol=1e-6)
         assert torch.equal(fff.torch.tree_ffn(x, *weights), layer(x))
+
+
+def _centered(x):
+    return x - x.mean(-1, keepdim=True)
+
+
+# Forms that look like a norm and are not one of fff's (each differs from
+# LayerNorm or RMSNorm by more than rounding somewhere): raising must leave
+# them, in inference and in training.
+NORM_LOOK_ALIKES = {
+    # x-transformers' ScaleNorm and its F.normalize RMSNorm: eps clamps the
+    # norm rather than adding to the mean square.
+    "scale_norm": lambda x: x / (torch.linalg.vector_norm(x, dim=-1, keepdim=True) * x.shape[-1] ** -0.5)
+    .clamp(min=1e-5),
+    "normalize_rms": lambda x: torch.nn.functional.normalize(x, dim=-1) * x.shape[-1] ** 0.5,
+    "centering_only": _centered,
+    "variance_without_mean": lambda x: x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5),
+    "unbiased_std": lambda x: _centered(x) / (x.std(-1, keepdim=True) + 1e-6),
+    "eps_outside_sqrt": lambda x: _centered(x) / (_centered(x).pow(2).mean(-1, keepdim=True).sqrt() + 1e-3),
+    "max_norm": lambda x: x / x.abs().amax(-1, keepdim=True).clamp_min(1e-6),
+    "mean_over_a_leading_dim": lambda x: (x - x.mean(1, keepdim=True)) *
+    torch.rsqrt((x - x.mean(1, keepdim=True)).pow(2).mean(1, keepdim=True) + 1e-6),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("form", list(NORM_LOOK_ALIKES))
+def test_norm_look_alikes_stay_with_the_fallback(form, grad):
+    function = NORM_LOOK_ALIKES[form]
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(function, backend=functools.partial(fff.torch.backend, report=report, fallback="eager"))
+    torch.manual_seed(0)
+    x = torch.randn(3, 7, 40) * 2 + 0.5
+    with torch.set_grad_enabled(grad):
+        leaves = [x.clone().requires_grad_(grad) for _ in range(2)]
+        actual, expected = compiled(leaves[0]), function(leaves[1])
+        assert relative_error(actual, expected) < 1e-6
+        if grad:
+            weights = torch.randn(expected.shape)
+            (actual * weights).sum().backward()
+            (expected * weights).sum().backward()
+            assert relative_error(leaves[0].grad, leaves[1].grad) < 1e-6
+    assert not report.taken, str(report)
