@@ -635,7 +635,7 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
         grads = []
         for run, module in ((compiled, model), (compiled, model), (reference, reference)):
             module.zero_grad()
-            del calls[:]  # the first call's compiling and checks call fff too
+            del calls[:]  # this run's calls alone
             leaf = x.clone().requires_grad_()
             output = run(leaf)
             forward_calls = calls[:]
