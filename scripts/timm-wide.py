@@ -40,11 +40,10 @@ import copy
 import importlib.util
 import os
 import sys
-import time
-import traceback
 
 import timm
 import torch
+import wide_runs
 
 _CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
                        "transformers-corpus.py")
@@ -185,41 +184,16 @@ def run_training(name):
 SCENARIOS = {"infer": run_forward, "train-ind": run_training}
 
 
+def eager_runs(name):
+    with torch.no_grad():
+        build(name).eval()(image(name, 2, seed=0))
+
+
 def main(argv):
-    scenarios = list(SCENARIOS)
-    if "--scenario" in argv:
-        i = argv.index("--scenario")
-        scenarios = argv[i + 1].split(",")
-        argv = argv[:i] + argv[i + 2:]
-    if "--plain" in argv:
-        argv.remove("--plain")
-        PLAIN["on"] = True
-    fails = []
-    for name in argv or list(MODELS):
-        try:
-            with torch.no_grad():
-                build(name).eval()(image(name, 2, seed=0))
-        except Exception as error:
-            text = (str(error).strip().splitlines() or [""])[0][:150]
-            print(f"{name:32} SKIP eager: {type(error).__name__}: {text}", flush=True)
-            continue
-        for what in scenarios:
-            start = time.time()
-            try:
-                report, wrong = SCENARIOS[what](name)
-                outcome = "WRONG " + wrong if wrong else "ok"
-                took = corpus.report_line(report)
-            except Exception as error:
-                outcome = f"CRASH {type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:300]}"
-                took = "?"
-                traceback.print_exc(file=sys.stderr)
-            if outcome != "ok":
-                fails.append((name, what, outcome))
-            print(f"{name:32} {what:9} {time.time() - start:5.1f}s {outcome}  took: {took}", flush=True)
-    print(f"{len(fails)} failure(s)")
-    for failure in fails:
-        print("  ", *failure)
-    return 1 if fails else 0
+    scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
+    PLAIN["on"] = wide_runs.take_flag(argv, "--plain")
+    return wide_runs.run_all(argv or list(MODELS), scenarios, eager_runs, lambda name, what: SCENARIOS[what](name),
+                             corpus.report_line, width=32)
 
 
 if __name__ == "__main__":

@@ -81,11 +81,10 @@ import copy
 import importlib.util
 import os
 import sys
-import time
-import traceback
 
 import torch
 import transformers
+import wide_runs
 
 _CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
                        "transformers-corpus.py")
@@ -448,53 +447,27 @@ SCENARIOS = {
 }
 
 
+def _family(name):
+    return FAMILIES[name] if name in FAMILIES else corpus.FAMILIES[name][:3]
+
+
+def _run(name, what):
+    report, wrong = SCENARIOS[what](*_family(name))
+    on_cpu = [r.kind for r in report.regions + report.backward if r.pipeline != "gpu"] if report else []
+    if corpus.OPTIONS.get("emulate_cuda") and on_cpu and not wrong:
+        wrong = f"under emulate_cuda, {', '.join(on_cpu)} ran on the CPU pipeline"
+    return report, wrong
+
+
 def main(argv):
-    scenarios = list(SCENARIOS)
-    if "--scenario" in argv:
-        i = argv.index("--scenario")
-        scenarios = argv[i + 1].split(",")
-        argv = argv[:i] + argv[i + 2:]
-    if "--plain" in argv:
-        argv.remove("--plain")
-        PLAIN["on"] = True
-    if "--emulate-cuda" in argv:
-        argv.remove("--emulate-cuda")
+    scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
+    PLAIN["on"] = wide_runs.take_flag(argv, "--plain")
+    if wide_runs.take_flag(argv, "--emulate-cuda"):
         corpus.OPTIONS["emulate_cuda"] = True
-    if "--corpus" in argv:  # the corpus's families, in this script's scenarios
-        argv.remove("--corpus")
+    if wide_runs.take_flag(argv, "--corpus"):  # the corpus's families, in this script's scenarios
         argv += list(corpus.FAMILIES)
-    selected = argv or list(FAMILIES)
-    fails = []
-    for name in selected:
-        model_type, kwargs, kind = FAMILIES[name] if name in FAMILIES else corpus.FAMILIES[name][:3]
-        try:
-            eager_ok(model_type, kwargs, kind)
-        except Exception as error:
-            text = (str(error).strip().splitlines() or [""])[0][:150]
-            print(f"{name:22} SKIP eager: {type(error).__name__}: {text}", flush=True)
-            continue
-        for what in scenarios:
-            start = time.time()
-            try:
-                report, wrong = SCENARIOS[what](model_type, kwargs, kind)
-                if wrong == "n/a":
-                    continue
-                on_cpu = [r.kind for r in report.regions + report.backward if r.pipeline != "gpu"]
-                if corpus.OPTIONS.get("emulate_cuda") and on_cpu and not wrong:
-                    wrong = f"under emulate_cuda, {', '.join(on_cpu)} ran on the CPU pipeline"
-                outcome = "WRONG " + wrong if wrong else "ok"
-                took = corpus.report_line(report)
-            except Exception as error:
-                outcome = f"CRASH {type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:300]}"
-                took = "?"
-                traceback.print_exc(file=sys.stderr)
-            if outcome != "ok":
-                fails.append((name, what, outcome))
-            print(f"{name:22} {what:11} {time.time() - start:5.1f}s {outcome}  took: {took}", flush=True)
-    print(f"{len(fails)} failure(s)")
-    for failure in fails:
-        print("  ", *failure)
-    return 1 if fails else 0
+    return wide_runs.run_all(argv or list(FAMILIES), scenarios, lambda name: eager_ok(*_family(name)), _run,
+                             corpus.report_line, width=22)
 
 
 if __name__ == "__main__":

@@ -561,6 +561,27 @@ def test_openmp_teams_and_fff_threads_give_the_same_bits(tmp_path):
         assert all(torch.equal(a, b) for a, b in zip(run["parameters"], reference["parameters"])), name
 
 
+def _compiled_with_report(model, fallback):
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    return torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback)), report
+
+
+def _assert_gradients_match(model, actual, expected):
+    """`actual` and `expected`: the input's gradient, then the parameters'."""
+    for (name, _), a, e in zip([("x", None)] + list(model.named_parameters()), actual, expected):
+        assert relative_error(a, e) < 1e-5, name
+
+
+def _assert_inference_takes(model, x, fallback, taken):
+    """Without grad, subgraphs' nodes join the graph: `taken` are all the
+    model's norms."""
+    compiled, report = _compiled_with_report(model, fallback)
+    with torch.no_grad():
+        assert relative_error(compiled(x), model(x)) < 1e-6
+    assert dict(report.taken) == taken, str(report)
+
+
 class _CheckpointedBlocks(torch.nn.Module):
     """Pre-norm blocks run under torch.utils.checkpoint: a LayerNorm
     module and LLaMA's RMSNorm written out in ops (x * rsqrt(mean(x^2) +
@@ -626,9 +647,7 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
     torch.manual_seed(0)
     model = _CheckpointedBlocks(reentrant=reentrant)
     reference = copy.deepcopy(model)
-    report = fff.torch.Report()
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    compiled, report = _compiled_with_report(model, fallback)
     for batch in (4, 7):
         x = torch.randn(batch, 5, 48)
         weights = torch.randn(batch, 5, 48)
@@ -649,16 +668,9 @@ def test_norms_in_checkpointed_blocks_train_on_fff_and_are_recomputed(fallback, 
                                                         + ["rms_norm_grad"] * 3), backward_calls
             else:
                 assert not calls
-        for (name, _), actual, expected in zip([("x", None)] + list(model.named_parameters()), grads[1], grads[2]):
-            assert relative_error(actual, expected) < 1e-5, name
+        _assert_gradients_match(model, grads[1], grads[2])
     assert report.taken["layer_norm"] == 8 and report.taken["rms_norm"] == 6, str(report)
-    # Without grad, checkpointing only runs the blocks: they join the graph.
-    report = fff.torch.Report()
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
-    with torch.no_grad():
-        assert relative_error(compiled(x), model(x)) < 1e-6
-    assert report.taken["layer_norm"] == 4 and report.taken["rms_norm"] == 3, str(report)
+    _assert_inference_takes(model, x, fallback, {"layer_norm": 4, "rms_norm": 3})
 
 
 class _NestedRegionBlocks(torch.nn.Module):
@@ -701,9 +713,7 @@ def test_norms_in_nested_compile_regions_are_fff_s(fallback, fff_norm_calls):
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
     reference = copy.deepcopy(model)
-    report = fff.torch.Report()
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    compiled, report = _compiled_with_report(model, fallback)
     x, weights = torch.randn(4, 5, 48), torch.randn(4, 5, 48)
     grads = []
     for run, module in ((compiled, model), (compiled, model), (reference, reference)):
@@ -717,12 +727,6 @@ def test_norms_in_nested_compile_regions_are_fff_s(fallback, fff_norm_calls):
             # backward, and every norm's gradient.
             assert sorted(fff_norm_calls) == ["layer_norm"] * 9 + ["layer_norm_grad"] * 6 + ["rms_norm",
                                                                                              "rms_norm_grad"]
-    for (name, _), actual, expected in zip([("x", None)] + list(model.named_parameters()), grads[1], grads[2]):
-        assert relative_error(actual, expected) < 1e-5, name
+    _assert_gradients_match(model, grads[1], grads[2])
     assert report.taken["layer_norm"] == 2 and report.taken["rms_norm"] == 1, str(report)
-    report = fff.torch.Report()
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
-    with torch.no_grad():
-        assert relative_error(compiled(x), model(x)) < 1e-6
-    assert report.taken["layer_norm"] == 6 and report.taken["rms_norm"] == 1, str(report)
+    _assert_inference_takes(model, x, fallback, {"layer_norm": 6, "rms_norm": 1})

@@ -401,14 +401,14 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         # A training graph: its norms, forward and backward, run on fff's
         # kernels; everything else, and its gradient, is the fallback's.
         report.training = True
-        refused = take_trained_norms(gm, report, placement)
-        _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, training=True, reported=refused,
-                           transformed=inside)
-        for body in called_subgraphs(gm):
-            report.ops += len(_compute_nodes(body))
-            refused = take_trained_norms(body, report, placement)
-            _take_norm_regions(body, _compute_nodes(body), fallback, report, placement, training=True,
-                               reported=refused)
+        # Checkpointed blocks' and nested regions' norms are taken in their
+        # subgraphs, which AOTAutograd recomputes or differentiates whole.
+        subgraphs = called_subgraphs(gm)
+        report.ops += sum(len(_compute_nodes(body)) for body in subgraphs)
+        for graph in [gm, *subgraphs]:
+            refused = take_trained_norms(graph, report, placement)
+            _take_norm_regions(graph, _compute_nodes(graph), fallback, report, placement, training=True,
+                               reported=refused, transformed=inside)
     else:
         take_tree_sublayers(gm, report, placement.pipeline)
         _take_norm_regions(gm, _compute_nodes(gm), fallback, report, placement, transformed=inside)

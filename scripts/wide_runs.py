@@ -1,0 +1,64 @@
+"""What scripts/transformers-wide.py and scripts/timm-wide.py share: their
+command line's --scenario and --plain, and the loop that runs each model's
+scenarios against eager, prints one line per run and sums up the
+failures. Each script keeps its models, scenarios and checks."""
+
+import sys
+import time
+import traceback
+
+
+def take_flag(argv, flag):
+    """Whether `flag` is in `argv`, which loses it."""
+    if flag not in argv:
+        return False
+    argv.remove(flag)
+    return True
+
+
+def take_scenarios(argv, default):
+    """The scenarios that `--scenario a,b` names in `argv` (which loses
+    them), or `default`."""
+    if "--scenario" not in argv:
+        return list(default)
+    i = argv.index("--scenario")
+    scenarios = argv[i + 1].split(",")
+    del argv[i:i + 2]
+    return scenarios
+
+
+def first_line(error, limit):
+    return (str(error).strip().splitlines() or [""])[0][:limit]
+
+
+def run_all(names, scenarios, builds, run, report_line, width):
+    """Runs run(name, scenario) -> (report, wrong) for each name whose eager
+    run builds(name) does not raise; `wrong` is None where the results
+    agree, "n/a" where the scenario does not apply. Returns the exit
+    status: 1 if any run was wrong or raised."""
+    fails = []
+    for name in names:
+        try:
+            builds(name)
+        except Exception as error:
+            print(f"{name:{width}} SKIP eager: {type(error).__name__}: {first_line(error, 150)}", flush=True)
+            continue
+        for what in scenarios:
+            start = time.time()
+            try:
+                report, wrong = run(name, what)
+                if wrong == "n/a":
+                    continue
+                outcome = "WRONG " + wrong if wrong else "ok"
+                took = report_line(report)
+            except Exception as error:
+                outcome = f"CRASH {type(error).__name__}: {first_line(error, 300)}"
+                took = "?"
+                traceback.print_exc(file=sys.stderr)
+            if outcome != "ok":
+                fails.append((name, what, outcome))
+            print(f"{name:{width}} {what:11} {time.time() - start:5.1f}s {outcome}  took: {took}", flush=True)
+    print(f"{len(fails)} failure(s)")
+    for failure in fails:
+        print("  ", *failure)
+    return 1 if fails else 0
