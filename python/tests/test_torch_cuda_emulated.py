@@ -353,6 +353,32 @@ def test_a_lone_tree_layer_trains_on_the_emulator(launches):
     assert relative_error(h.grad, expected) < 1e-5
 
 
+def test_tree_layers_in_checkpointed_blocks_train_on_the_emulator(launches):
+    """A checkpointed block's tree ops are in a subgraph of the training
+    graph: flagged there too, they run the GPU's kernels, forward and
+    backward, not the CPU pipeline's."""
+    from test_torch_tree_training import _CheckpointedTreeBlocks
+    torch.manual_seed(10)
+    model = _CheckpointedTreeBlocks()
+    x = torch.randn(3, 5, 24, requires_grad=True)
+    report = fff.torch.explain(model, x, options=EMULATED, backward=True, print_report=False)
+    assert report.taken["tree_ffn"] == 2 and report.backward_calls["tree_ffn_grad"] == 2, str(report)
+    assert all(r.pipeline == "gpu" for r in report.regions + report.backward), str(report)
+    names = launches()
+    # One forward kernel and one backward walk per layer: a tree op's
+    # backward reads its inputs, not its result, so nothing is recomputed.
+    assert sum(name.startswith("tree_ffn_f32") for name in names) == 2, names
+    assert sum(name.startswith("tree_ffn_grad") and name.endswith("_walk") for name in names) == 2, names
+    dy = torch.randn(3, 5, 24, generator=torch.Generator().manual_seed(11))
+    parameters = [x, *model.parameters()]
+    expected = torch.autograd.grad(model(x), parameters, dy)
+    torch._dynamo.reset()
+    actual = torch.autograd.grad(torch.compile(model, backend="fff", options=EMULATED)(x), parameters, dy)
+    torch._dynamo.reset()
+    for a, e in zip(actual, expected):
+        assert relative_error(a, e) < 1e-5
+
+
 def test_placements():
     cpu, meta = torch.empty(2), torch.empty(2, device="meta")
     assert _devices.placement_of([cpu]) is _devices.CPU

@@ -355,3 +355,50 @@ def test_a_transposed_weight_trains_under_inductor():
         grads.append([leaf.grad, w_in.grad, b_in.grad, linear_out.grad])
     for actual, expected in zip(*grads):
         assert torch.allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+class _CheckpointedTreeBlocks(torch.nn.Module):
+    """Pre-LN blocks under torch.utils.checkpoint: the first's feedforward
+    a TreeFFN, the second's the authors' masked dense layer (raised to
+    fff::tree_ffn by the backend)."""
+
+    def __init__(self, width=24):
+        super().__init__()
+        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(width) for _ in range(2))
+        self.trees = torch.nn.ModuleList([fff.torch.TreeFFN(width, width, depth=3, trees=2),
+                                          fff.torch.MaskedTreeFFN(width, width, 3, 2)])
+
+    def block(self, i, x):
+        return x + self.trees[i](self.norms[i](x))
+
+    def forward(self, x):
+        for i in range(2):
+            x = torch.utils.checkpoint.checkpoint(self.block, i, x, use_reentrant=False)
+        return x
+
+
+@pytest.mark.parametrize("fallback", ["eager", "inductor"])
+def test_tree_layers_in_checkpointed_blocks_are_reported_and_train(fallback):
+    """Dynamo traces a checkpointed block into a subgraph of its own: the
+    tree ops there are fff's (the authors' layer raised) and in the
+    report, forward and backward, with eager's gradients."""
+    import copy
+    import functools
+    torch.manual_seed(0)
+    model = _CheckpointedTreeBlocks()
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=functools.partial(fff.torch.backend, report=report, fallback=fallback))
+    x, dy = torch.randn(3, 5, 24), torch.randn(3, 5, 24)
+    grads = []
+    for run, module in ((compiled, model), (reference, reference)):
+        leaf = x.clone().requires_grad_()
+        run(leaf).backward(dy)
+        grads.append([leaf.grad] + [p.grad for p in module.parameters()])
+    for actual, expected in zip(*grads):
+        assert relative_error(actual, expected.double()) < 1e-5
+    assert report.taken["tree_ffn"] == 2 and report.backward_taken["tree_ffn_grad"] == 2, str(report)
+    with torch.no_grad():
+        report = fff.torch.explain(model, x, options={"fallback": fallback}, print_report=False)
+    assert report.taken["tree_ffn"] == 2, str(report)

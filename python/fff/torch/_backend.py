@@ -396,15 +396,17 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         # graph's norms to fff, its own nodes out of every region.
         return _leave_graph(nodes, report, "torch.func transforms (grad, vmap, jacrev, ...) run this graph's norms, "
                             "and fff's ops do not implement them", fallback)
-    raise_masked_tree_layers(gm)
+    # Checkpointed blocks and nested regions of a training graph (in an
+    # inference graph, those that could not be inlined) are subgraphs,
+    # whose norms and tree layers are taken where they are.
+    subgraphs = called_subgraphs(gm)
+    report.ops += sum(len(_compute_nodes(body)) for body in subgraphs)
+    for graph in [gm, *subgraphs]:
+        raise_masked_tree_layers(graph)
     if training:
         # A training graph: its norms, forward and backward, run on fff's
         # kernels; everything else, and its gradient, is the fallback's.
         report.training = True
-        # Checkpointed blocks' and nested regions' norms are taken in their
-        # subgraphs, which AOTAutograd recomputes or differentiates whole.
-        subgraphs = called_subgraphs(gm)
-        report.ops += sum(len(_compute_nodes(body)) for body in subgraphs)
         for graph in [gm, *subgraphs]:
             refused = take_trained_norms(graph, report, placement)
             _take_norm_regions(graph, _compute_nodes(graph), fallback, report, placement, training=True,
@@ -415,21 +417,28 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
         take_region_sublayers(gm, report, placement.pipeline)
         if placement.kind != "cpu":
             return place_fff_ops(gm, placement, report)
+    for graph in [gm, *subgraphs]:
+        _take_tree_ops(graph, report, placement)
+
+
+def _take_tree_ops(gm, report, placement):
+    """Reports the tree ops of `gm` (fff's own ops, which stay in the graph
+    that the fallback runs; their registered backward is an fff call of
+    the backward graph: fff's kernel where it takes the tensors, else
+    torch ops) and, under emulate_cuda, flags them to run the GPU's code."""
     flagged = False
     for n in _compute_nodes(gm):
         name = op_name(n)
-        if name in TREE_OPS.values():
-            # fff's own ops stay in the graph, which the fallback runs; their
-            # registered backward is an fff call of the backward graph: fff's
-            # kernel where it takes the tensors, else torch ops.
-            if placement.kind == "emulated":
-                n.kwargs = {**n.kwargs, "emulate_cuda": True}
-                flagged = True
-            report.take(f"fff::{name}", [name], [n], pipeline=_tree_forward_pipeline(n, placement))
-            value = example_value(n)
-            if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
-                report.take_backward(f"fff::{name}_backward", [f"{name}_grad"], [n],
-                                     pipeline=_tree_backward_pipeline(n, placement))
+        if name not in TREE_OPS.values():
+            continue
+        if placement.kind == "emulated":
+            n.kwargs = {**n.kwargs, "emulate_cuda": True}
+            flagged = True
+        report.take(f"fff::{name}", [name], [n], pipeline=_tree_forward_pipeline(n, placement))
+        value = example_value(n)
+        if report.training and isinstance(value, torch.Tensor) and value.requires_grad:
+            report.take_backward(f"fff::{name}_backward", [f"{name}_grad"], [n],
+                                 pipeline=_tree_backward_pipeline(n, placement))
     if flagged:
         gm.recompile()
 
