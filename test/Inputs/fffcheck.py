@@ -244,9 +244,10 @@ def leaf_tree_ffn_grad_ref(dy, x, node_w, node_b, w1, b1, w2, depth, activation)
     return dx, dw1, db1, dw2, db2
 
 
-def tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation):
+def tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right=False):
     """tree_ffn (b_in, b_out may be None): y, the visited nodes
-    [rows, trees, depth + 1] and the logits along the path, same shape."""
+    [rows, trees, depth + 1] and the logits along the path, same shape. A
+    logit of exactly 0 goes left, or right with `zero_goes_right`."""
     act = ACTIVATIONS[activation]
     rows, trees = x.shape[0], w_in.shape[0]
     y = np.zeros((rows, w_out.shape[2]))
@@ -261,10 +262,28 @@ def tree_ffn_paths(x, w_in, b_in, w_out, b_out, depth, activation):
             y += act(logit)[:, None] * w_out[k, node]
             route[:, k, level] = node
             logits[:, k, level] = logit
-            node = 2 * node + 1 + (logit > 0)
+            node = 2 * node + 1 + ((logit >= 0) if zero_goes_right else (logit > 0))
     if b_out is not None:
         y = y + b_out
     return y, route, logits
+
+
+def tree_ffn_grad_ref(dy, x, w_in, b_in, w_out, depth, activation, zero_goes_right=False):
+    """tree_ffn_grad's dx, dw_in, dw_out, db_in, db_out in float64, a level
+    of every row at a time."""
+    act = ACTIVATIONS[activation]
+    _, route, logits = tree_ffn_paths(x, w_in, b_in, w_out, None, depth, activation, zero_goes_right)
+    dx, dw_in, dw_out = np.zeros_like(x), np.zeros_like(w_in), np.zeros_like(w_out)
+    db_in = np.zeros(w_in.shape[:2])
+    for k in range(w_in.shape[0]):
+        for level in range(depth + 1):
+            node, logit = route[:, k, level], logits[:, k, level]
+            dl = np.einsum("bo,bo->b", dy, w_out[k, node]) * activation_slope(activation, logit)
+            dx += dl[:, None] * w_in[k, node]
+            np.add.at(dw_in[k], node, dl[:, None] * x)
+            np.add.at(dw_out[k], node, act(logit)[:, None] * dy)
+            np.add.at(db_in[k], node, dl)
+    return dx, dw_in, dw_out, db_in, dy.sum(0)
 
 
 def leaf_tree_ffn_paths(x, node_w, node_b, w1, b1, w2, b2, depth, activation):
@@ -371,7 +390,13 @@ def check_leaf_tie(check, label, inputs, got):
 
 
 # Functions of one tree layer, as the numeric tests run them.
-def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias, name="f"):
+def tree_attributes(depth, activation, zero_goes_right):
+    routing = ", zero_goes_right" if zero_goes_right else ""
+    return f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>{routing}}}"
+
+
+def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias, name="f",
+                      zero_goes_right=False):
     """@name(x, w_in[, b_in], w_out[, b_out]) -> tree_ffn; `dynamic` leaves
     the batch dynamic."""
     nodes = 2 ** (depth + 1) - 1
@@ -379,7 +404,7 @@ def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic,
     wit, wot = tensor_type((trees, nodes, din), dtype), tensor_type((trees, nodes, dout), dtype)
     bit, bot = tensor_type((trees, nodes), dtype), tensor_type((dout,), dtype)
     yt = tensor_type((None if dynamic else rows, dout), dtype)
-    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+    attrs = tree_attributes(depth, activation, zero_goes_right)
     params = [f"%x: {xt}", f"%wi: {wit}"] + ([f"%bi: {bit}"] if in_bias else []) + [f"%wo: {wot}"]
     params += [f"%bo: {bot}"] if out_bias else []
     w_in = "%wi" + (f" bias(%bi : {bit})" if in_bias else "")
@@ -389,7 +414,7 @@ def tree_ffn_function(dtype, rows, din, dout, trees, depth, activation, dynamic,
 
 
 def tree_ffn_grad_function(dtype, rows, din, dout, trees, depth, activation, dynamic, in_bias, out_bias_grad,
-                           name="grad"):
+                           name="grad", zero_goes_right=False):
     """@name(dy, x, w_in[, b_in], w_out) -> (dx, dw_in, dw_out[, db_in][, db_out])
     of tree_ffn_grad; `dynamic` leaves the batch dynamic."""
     nodes = 2 ** (depth + 1) - 1
@@ -401,7 +426,7 @@ def tree_ffn_grad_function(dtype, rows, din, dout, trees, depth, activation, dyn
     results = ["%dx", "%dwi", "%dwo"] + (["%dbi"] if in_bias else []) + (["%dbo"] if out_bias_grad else [])
     types = [xt, wit, wot] + ([bit] if in_bias else []) + ([bot] if out_bias_grad else [])
     w_in = "%wi" + (f" bias(%bi : {bit})" if in_bias else "")
-    attrs = f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}}"
+    attrs = tree_attributes(depth, activation, zero_goes_right)
     op = (f"fff.tree_ffn_grad %dy, %x, {w_in}, %wo{' bias_grad' if out_bias_grad else ''} {attrs} "
           f": {dyt}, {xt}, {wit}, {wot}")
     return (f"func.func @{name}({', '.join(params)}) -> ({', '.join(types)}) {{\n"

@@ -31,8 +31,8 @@ import numpy as np
 
 import emulated
 from emulated import Device
-from fffcheck import (ACTIVATIONS, TOLERANCE, Checker, dequantize, quantize, stable_tree_inputs, tree_ffn_function,
-                      tree_ffn_grad_function, tree_ffn_paths)
+from fffcheck import (TOLERANCE, Checker, dequantize, quantize, stable_tree_inputs, tree_ffn_function,
+                      tree_ffn_grad_function, tree_ffn_grad_ref as reference, tree_ffn_paths)
 
 emulator, aot, work = sys.argv[1:]
 os.environ["FFF_CUDA_DRIVER"] = emulator
@@ -42,29 +42,6 @@ rng = np.random.default_rng(20261202)
 check = Checker()
 device = Device(emulator)
 STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
-
-
-def slope(activation, logit, step=1e-5):
-    act = ACTIVATIONS[activation]
-    return (act(logit + step) - act(logit - step)) / (2 * step)
-
-
-def reference(dy, x, w_in, b_in, w_out, depth, activation):
-    """dx, dw_in, dw_out, db_in, db_out in float64, a level of every row at
-    a time."""
-    act = ACTIVATIONS[activation]
-    _, route, logits = tree_ffn_paths(x, w_in, b_in, w_out, None, depth, activation)
-    dx, dw_in, dw_out = np.zeros_like(x), np.zeros_like(w_in), np.zeros_like(w_out)
-    db_in = np.zeros(w_in.shape[:2])
-    for k in range(w_in.shape[0]):
-        for level in range(depth + 1):
-            node, logit = route[:, k, level], logits[:, k, level]
-            dl = np.einsum("bo,bo->b", dy, w_out[k, node]) * slope(activation, logit)
-            dx += dl[:, None] * w_in[k, node]
-            np.add.at(dw_in[k], node, dl[:, None] * x)
-            np.add.at(dw_out[k], node, act(logit)[:, None] * dy)
-            np.add.at(db_in[k], node, dl)
-    return dx, dw_in, dw_out, db_in, dy.sum(0)
 
 
 # (dtype, Din, Dout, trees, depth, activation, b_in, db_out, static widths)

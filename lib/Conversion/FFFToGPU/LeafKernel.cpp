@@ -8,6 +8,7 @@
 #include "TreeKernelEmitter.h"
 
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -17,7 +18,7 @@ using namespace fff::detail;
 void TreeKernelEmitter::routeToLeafAndHidden() {
   TreeWalk walk;
   walk.treeBase = index(0);
-  walk.goRight = arith::CmpFPredicate::OGE;
+  walk.goRight = goRightPredicate(/*zeroGoesRight=*/true);
   Value node = walkLevels(walk, 0, p.levels, index(0), /*staged=*/false);
   leaf = arith::SubIOp::create(b, node, index(p.nodesPerTree));
   Value firstRow = arith::MulIOp::create(b, leaf, index(p.hiddenWidth));

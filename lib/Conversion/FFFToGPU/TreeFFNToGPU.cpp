@@ -310,6 +310,7 @@ void fff::describeTreeWeights(ImplicitLocOpBuilder &b, Operation *op,
   if (auto tree = dyn_cast<TreeFFNOp>(op)) {
     TreeFFNOp::Adaptor adaptor(operands, tree);
     p.activation = tree.getActivation();
+    p.zeroGoesRight = tree.getZeroGoesRight();
     p.trees = *staticDim(tree.getWIn(), 0);
     p.nodesPerTree = tree.getNumNodes();
     p.levels = tree.getDepth() + 1;

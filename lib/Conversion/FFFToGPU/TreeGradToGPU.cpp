@@ -299,6 +299,7 @@ struct TreeFFNGradToGPU : TreeGradToGPUPattern<TreeFFNGradOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TreeProblem walk;
     walk.activation = op.getActivation();
+    walk.zeroGoesRight = op.getZeroGoesRight();
     walk.trees = p.trees;
     walk.nodesPerTree = p.nodesPerTree;
     walk.levels = p.levels;

@@ -4,6 +4,7 @@
 
 #include "TreeKernelEmitter.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -321,7 +322,7 @@ void TreeKernelEmitter::routeTrees() {
       walk.stagedBase =
           arith::MulIOp::create(b, tree, index(s.stagedNodesPerTree()));
     walk.firstEntry = arith::MulIOp::create(b, tree, index(p.levels));
-    walk.goRight = arith::CmpFPredicate::OGT;
+    walk.goRight = goRightPredicate(p.zeroGoesRight);
     Value node = walkLevels(walk, 0, s.stagedLevels, index(0), /*staged=*/true);
     walkLevels(walk, s.stagedLevels, p.levels, node, /*staged=*/false);
   });

@@ -48,6 +48,7 @@ struct TreeProblem {
   int64_t nodesPerTree;
   int64_t levels;      // routing levels: depth + 1 (tree_ffn), depth (leaf)
   int64_t hiddenWidth; // leaf_tree_ffn's W; 0 for tree_ffn
+  bool zeroGoesRight = false; // tree_ffn's zero_goes_right
   mlir::Type elementType;
 
   mlir::Value input;        // [B, Din]

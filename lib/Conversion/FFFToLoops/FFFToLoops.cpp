@@ -17,6 +17,7 @@
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "fff/Dialect/FFF/Transforms/Fusion.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -393,9 +394,8 @@ struct TreeFFNLowering : OpConversionPattern<TreeFFNOp> {
               lb.accumulateRow(acc, row, outWidth, activated, [&](Value j) {
                 return lb.load(wOut, {tree, node, j});
               });
-              // Exactly zero goes left.
               Value goRight = arith::CmpFOp::create(
-                  b, arith::CmpFPredicate::OGT, logit, zero);
+                  b, goRightPredicate(op.getZeroGoesRight()), logit, zero);
               return SmallVector<Value>{lb.child(node, goRight)};
             });
           });
@@ -443,8 +443,9 @@ struct LeafTreeFFNLowering : OpConversionPattern<LeafTreeFFNOp> {
       Value levels = lb.index(op.getDepth());
       Value node = lb.loop(levels, lb.index(0), [&](Value, ValueRange carried) {
         // Zero goes right here (s >= 0), as in the original FFF code.
-        Value goRight = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
-                                              routingScore(carried[0]), zero);
+        Value goRight =
+            arith::CmpFOp::create(b, goRightPredicate(/*zeroGoesRight=*/true),
+                                  routingScore(carried[0]), zero);
         return SmallVector<Value>{lb.child(carried[0], goRight)};
       })[0];
       Value leaf =

@@ -34,6 +34,7 @@
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -184,7 +185,7 @@ Value LeafTreeGradBuilder::route(Value row) {
                 Value score = arith::AddFOp::create(
                     b, routingDot(row, carried[0]), lb.load(nodeB, carried[0]));
                 Value goRight = arith::CmpFOp::create(
-                    b, arith::CmpFPredicate::OGE, score, zero);
+                    b, goRightPredicate(/*zeroGoesRight=*/true), score, zero);
                 return SmallVector<Value>{lb.child(carried[0], goRight)};
               })[0];
   return arith::SubIOp::create(b, node, lb.index(op.getNumRoutingNodes()));

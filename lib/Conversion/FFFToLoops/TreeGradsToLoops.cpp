@@ -34,6 +34,7 @@
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -127,9 +128,9 @@ void TreeGradBuilder::walkTree(Value row, Value tree, Value dx) {
     memref::StoreOp::create(b, dl, s.visitSlope, visit);
     memref::StoreOp::create(b, activated, s.visitActivation, visit);
     addScaledRow(dx, row, dl, s.wIn, {tree, node}, s.inWidth);
-    // Exactly zero goes left, as in the forward.
-    Value goRight =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+    // As the forward routes the row.
+    Value goRight = arith::CmpFOp::create(
+        b, goRightPredicate(op.getZeroGoesRight()), logit, zero);
     return SmallVector<Value>{lb.child(node, goRight)};
   });
 }

@@ -37,6 +37,7 @@
 
 #include "fff/Conversion/FFFToVector/CPUTreeStrategy.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -99,9 +100,9 @@ protected:
           Value visit = visitAt(row, level);
           memref::StoreOp::create(b, node, s.visitedNode, visit);
           memref::StoreOp::create(b, logit, s.visitActivation, visit);
-          // Exactly zero goes left, as in the forward.
-          Value goRight =
-              arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+          // As the forward routes the row.
+          Value goRight = arith::CmpFOp::create(
+              b, goRightPredicate(op.getZeroGoesRight()), logit, zero);
           children.push_back(tokens.child(node, goRight));
         }
         return children;

@@ -28,6 +28,7 @@
 #include "fff/Conversion/RowLoops.h"
 #include "fff/Dialect/FFF/IR/FFFOps.h"
 #include "fff/Dialect/FFF/Utils/Activation.h"
+#include "fff/Dialect/FFF/Utils/Routing.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -251,9 +252,8 @@ struct TreeFFNToVector : TreeToVectorPattern<TreeFFNOp> {
                                           emit.loadScalar(bIn, {tree, node}));
           memref::StoreOp::create(b, node, pathNodes, ValueRange{row, level});
           memref::StoreOp::create(b, logit, pathScales, ValueRange{row, level});
-          // Exactly zero goes left.
-          Value goRight =
-              arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, logit, zero);
+          Value goRight = arith::CmpFOp::create(
+              b, goRightPredicate(op.getZeroGoesRight()), logit, zero);
           children.push_back(emit.child(node, goRight));
         }
         return children;
@@ -454,7 +454,7 @@ struct LeafTreeFFNToVector : TreeToVectorPattern<LeafTreeFFNOp> {
                   // Zero goes right here (s >= 0), as in the original FFF
                   // code.
                   Value goRight = arith::CmpFOp::create(
-                      b, arith::CmpFPredicate::OGE, score, zero);
+                      b, goRightPredicate(/*zeroGoesRight=*/true), score, zero);
                   children.push_back(emit.child(node, goRight));
                 }
                 return children;

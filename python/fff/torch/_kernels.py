@@ -26,6 +26,12 @@ def release_executables():
     executable.cache_clear()
 
 
+def tree_attributes(depth, activation, zero_goes_right=False):
+    """The attribute dictionary of a tree_ffn or tree_ffn_grad op."""
+    routing = ", zero_goes_right" if zero_goes_right else ""
+    return f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>{routing}}}"
+
+
 def run_rows(placement, text, entry, x, operands, dout):
     """Calls @`entry` of the module `text`, compiled for `placement`, on
     x's rows (leading dims flattened) and `operands`; gives its result
@@ -36,7 +42,7 @@ def run_rows(placement, text, entry, x, operands, dout):
     return y.reshape(*x.shape[:-1], dout)
 
 
-def _tree_grad_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):
+def _tree_grad_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, zero_goes_right):
     """@grad(dy, x, w_in[, b_in], w_out) -> (dx, dw_in, dw_out[, db_in][, db_out])."""
     dyt, xt = tensor_type((None, dout), element), tensor_type((None, din), element)
     wit, wot = tensor_type((trees, nodes, din), element), tensor_type((trees, nodes, dout), element)
@@ -46,7 +52,7 @@ def _tree_grad_text(element, din, trees, nodes, dout, depth, activation, bias_in
     types = [xt, wit, wot] + ([bit] if bias_in else []) + ([bot] if bias_out else [])
     w_in = "%wi" + (f" bias(%bi : {bit})" if bias_in else "")
     op = (f"fff.tree_ffn_grad %dy, %x, {w_in}, %wo{' bias_grad' if bias_out else ''} "
-          f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {dyt}, {xt}, {wit}, {wot}")
+          f"{tree_attributes(depth, activation, zero_goes_right)} : {dyt}, {xt}, {wit}, {wot}")
     return (f"func.func @grad({', '.join(params)}) -> ({', '.join(types)}) {{\n"
             f"  {', '.join(results)} = {op}\n"
             f"  return {', '.join(results)} : {', '.join(types)}\n}}\n")
@@ -58,14 +64,14 @@ def takes_tree_grad(x):
     return x.device.type in ("cpu", "cuda") and x.dtype in ELEMENT
 
 
-def tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation, placement):
+def tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation, placement, zero_goes_right=False):
     """(dx, dw_in, db_in, dw_out, db_out) of fff::tree_ffn on fff's
     tree_ffn_grad kernel, compiled for and run at `placement`; None for an
     absent bias."""
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
     text = _tree_grad_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
-                           b_in is not None, b_out is not None)
+                           b_in is not None, b_out is not None, zero_goes_right)
     rows, grad = x.reshape(-1, din), dy.reshape(-1, dout)
     operands = [t for t in (w_in, b_in, w_out) if t is not None]
     shapes = [rows.shape, w_in.shape, w_out.shape] + [w_in.shape[:2]] * (b_in is not None) + \

@@ -10,13 +10,14 @@ import torch
 from .._fff import FFFError
 from ._devices import CPU, placement_of_device
 from ._ops import direct_op, refuse_forward_mode
-from ._kernels import ELEMENT, run_rows, tensor_type
+from ._kernels import ELEMENT, run_rows, tensor_type, tree_attributes
 from ._tree_checks import activation_name, check_depth, check_extents, check_leaf, check_sublayer, check_tree
-from ._tree_training import (leaf_tree_ffn_autograd, leaf_tree_ffn_forward, setup_tree_context,
-                             setup_tree_sublayer_context, tree_ffn_autograd, tree_ffn_forward, tree_sublayer_autograd)
+from ._tree_training import (leaf_tree_ffn_autograd, leaf_tree_ffn_forward, setup_leaf_tree_context,
+                             setup_tree_context, setup_tree_sublayer_context, tree_ffn_autograd, tree_ffn_forward,
+                             tree_sublayer_autograd)
 
 
-def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, x="%x"):
+def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, zero_goes_right, x="%x"):
     """tree_ffn on the value `x`: (its weights' parameters, the op)."""
     xt, wit, wot = (tensor_type(s, element) for s in [(None, din), (trees, nodes, din), (trees, nodes, dout)])
     bi, bo = (tensor_type(s, element) for s in [(trees, nodes), (dout,)])
@@ -24,8 +25,8 @@ def _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_
         ([f"%bo: {bo}"] if bias_out else [])
     operand_in = f"%wi bias(%bi : {bi})" if bias_in else "%wi"
     operand_out = f"%wo bias(%bo : {bo})" if bias_out else "%wo"
-    return params, (f"fff.tree_ffn {x}, {operand_in}, {operand_out} "
-                    f"{{depth = {depth} : i64, activation = #fff.activation<{activation}>}} : {xt}, {wit}, {wot}")
+    attributes = tree_attributes(depth, activation, zero_goes_right)
+    return params, f"fff.tree_ffn {x}, {operand_in}, {operand_out} {attributes} : {xt}, {wit}, {wot}"
 
 
 def _leaf_op(element, din, width, dout, depth, activation, x="%x"):
@@ -45,8 +46,8 @@ def _function(name, params, body, result):
     return f"func.func @{name}({', '.join(params)}) -> {result} {{\n{body}  return %y : {result}\n}}\n"
 
 
-def _tree_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out):
-    params, op = _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out)
+def _tree_text(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, zero_goes_right):
+    params, op = _tree_op(element, din, trees, nodes, dout, depth, activation, bias_in, bias_out, zero_goes_right)
     return _function("tree", [f"%x: {tensor_type((None, din), element)}"] + params, f"  %y = {op}\n",
                      tensor_type((None, dout), element))
 
@@ -57,16 +58,16 @@ def _leaf_text(element, din, width, dout, depth, activation):
                      tensor_type((None, dout), element))
 
 
-def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"):
+def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu", zero_goes_right=False):
     """fff::tree_ffn, its code compiled for and run at `placement` (f64
     tensors: in torch ops, on their device)."""
-    check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    check_tree(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right)
     if x.dtype not in ELEMENT:
-        return tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation)
+        return tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right)
     trees, nodes, din = w_in.shape
     dout = w_out.shape[2]
     text = _tree_text(ELEMENT[x.dtype], din, trees, nodes, dout, depth, activation,
-                      b_in is not None, b_out is not None)
+                      b_in is not None, b_out is not None, zero_goes_right)
     operands = [t for t in (w_in, b_in, w_out, b_out) if t is not None]
     return run_rows(placement, text, "tree", x, operands, dout)
 
@@ -74,16 +75,20 @@ def tree_ffn_on(placement, x, w_in, b_in, w_out, b_out, depth, activation="gelu"
 @direct_op("fff::tree_ffn")
 def tree_ffn(x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None, w_out: torch.Tensor,
              b_out: torch.Tensor | None, depth: int, activation: str = "gelu",
-             emulate_cuda: bool = False) -> torch.Tensor:
+             emulate_cuda: bool = False, zero_goes_right: bool = False) -> torch.Tensor:
     """UltraFastBERT's tree layer (fff.tree_ffn) on x [..., Din]. With
     `emulate_cuda`, CPU tensors run the GPU's code on fff's PTX emulator
-    (the backend's option of that name), forward and backward."""
-    return tree_ffn_on(placement_of_device(x.device, emulate_cuda), x, w_in, b_in, w_out, b_out, depth, activation)
+    (the backend's option of that name), forward and backward. With
+    `zero_goes_right`, a logit of exactly 0 sends a row right, as the FFF
+    authors' inference code does (their training layer, and the default,
+    send it left)."""
+    return tree_ffn_on(placement_of_device(x.device, emulate_cuda), x, w_in, b_in, w_out, b_out, depth, activation,
+                       zero_goes_right)
 
 
 @tree_ffn.register_fake
-def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu", emulate_cuda=False):
-    check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+def _(x, w_in, b_in, w_out, b_out, depth, activation="gelu", emulate_cuda=False, zero_goes_right=False):
+    check_tree(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right)
     return x.new_empty((*x.shape[:-1], w_out.shape[2]))
 
 
@@ -143,7 +148,7 @@ def tree_sublayer_on(placement, x, residual, norm, norm_weight, norm_bias, eps, 
     if layer == "tree_ffn":
         w_in, b_in, w_out, b_out = weights
         params, op = _tree_op(element, din, w_in.shape[0], w_in.shape[1], dout, depth, activation,
-                              b_in is not None, b_out is not None, x=tree_input)
+                              b_in is not None, b_out is not None, zero_goes_right=False, x=tree_input)
     else:
         params, op = _leaf_op(element, din, weights[2].shape[-1], dout, depth, activation, x=tree_input)
     xt, rt = (tensor_type(s, element) for s in [(None, din), (None, dout)])
@@ -172,7 +177,7 @@ def _(x, residual, norm, norm_weight, norm_bias, eps, layer, weights, depth, act
 
 
 tree_ffn.register_autograd(tree_ffn_autograd, setup_context=setup_tree_context)
-leaf_tree_ffn.register_autograd(leaf_tree_ffn_autograd, setup_context=setup_tree_context)
+leaf_tree_ffn.register_autograd(leaf_tree_ffn_autograd, setup_context=setup_leaf_tree_context)
 tree_sublayer.register_autograd(tree_sublayer_autograd, setup_context=setup_tree_sublayer_context)
 
 

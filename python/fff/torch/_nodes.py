@@ -1,6 +1,8 @@
 """Dynamo's graph nodes as the backend sees them: the names the report
 gives them, their example values, fff's own calls among them."""
 
+import inspect
+
 import torch
 
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
@@ -36,6 +38,29 @@ def op_name(node):
     if isinstance(node.target, torch._ops.OpOverload):
         return str(node.target)
     return getattr(node.target, "__name__", str(node.target)).lstrip("_")
+
+
+def bound_arguments(node, signature):
+    """A call node's arguments by parameter name, defaults filled in; None
+    where they do not bind to `signature` (an inspect.Signature)."""
+    try:
+        bound = signature.bind(*node.args, **node.kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def custom_op_arguments(node):
+    """A custom op call's arguments by the names of its schema (its default
+    overload's, for Dynamo's packet), defaults filled in; None where they
+    do not bind."""
+    op = node.target.default if isinstance(node.target, torch._ops.OpOverloadPacket) else node.target
+    signature = inspect.Signature([inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                     default=a.default_value if a.has_default_value()
+                                                     else inspect.Parameter.empty)
+                                   for a in op._schema.arguments])
+    return bound_arguments(node, signature)
 
 
 def is_fff_call(node):

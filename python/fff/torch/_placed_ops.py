@@ -12,7 +12,7 @@ import operator
 import torch
 
 from ._layers import leaf_tree_ffn_on, tree_ffn_on, tree_sublayer_on
-from ._nodes import TREE_OPS, example_value, op_name
+from ._nodes import TREE_OPS, custom_op_arguments, example_value, op_name
 from ._regions import register
 
 _RUN_ON = {"tree_ffn": tree_ffn_on, "leaf_tree_ffn": leaf_tree_ffn_on, "tree_sublayer": tree_sublayer_on}
@@ -79,10 +79,12 @@ def place_fff_ops(gm, placement, report):
         if name in TREE_OPS.values():
             report.take(f"fff::{name}", [name], [node], pipeline=placement.pipeline)
         inputs = []
-        # The placement says where the op runs, whatever its emulate_cuda.
-        keywords = {k: v for k, v in node.kwargs.items() if k != "emulate_cuda"}
-        args, kwargs = _template(node.args, inputs), _template(keywords, inputs)
-        index = register(PlacedOp(node.target, name, args, kwargs, placement))
+        # By name, as the ops' schemas give them (Dynamo's graph holds them
+        # as the model passed them); the placement says where the op runs,
+        # whatever its emulate_cuda.
+        keywords = {k: v for k, v in custom_op_arguments(node).items() if k != "emulate_cuda"}
+        kwargs = _template(keywords, inputs)
+        index = register(PlacedOp(node.target, name, (), kwargs, placement))
         with gm.graph.inserting_before(node):
             call = gm.graph.call_function(torch.ops.fff.region.default, (inputs, index))
             result = gm.graph.call_function(operator.getitem, (call, 0))

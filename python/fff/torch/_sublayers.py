@@ -7,7 +7,8 @@ import operator
 
 import torch
 
-from ._nodes import FLOATS as _FLOATS, REGION_OP, TREE_OPS, example_value as _value, op_name, writes_unseen
+from ._nodes import (FLOATS as _FLOATS, REGION_OP, TREE_OPS, bound_arguments, custom_op_arguments,
+                     example_value as _value, op_name, writes_unseen)
 from ._regions import exact_norm
 
 
@@ -15,30 +16,8 @@ def _is_eval_dropout(node):
     """A dropout that is the identity: eval mode, or p = 0."""
     if op_name(node) != "dropout" or node.op != "call_function":
         return False
-    bound = _bound(node, inspect.signature(torch.nn.functional.dropout))
+    bound = bound_arguments(node, inspect.signature(torch.nn.functional.dropout))
     return bound is not None and (bound["training"] is False or bound["p"] == 0) and not bound["inplace"]
-
-
-def _bound(node, signature):
-    """A call node's arguments by parameter name, defaults filled in; None
-    where they do not bind to `signature`."""
-    try:
-        bound = signature.bind(*node.args, **node.kwargs)
-    except TypeError:
-        return None
-    bound.apply_defaults()
-    return bound.arguments
-
-
-def _schema_signature(op):
-    """A custom op's schema (its default overload's, for Dynamo's packet) as
-    a Python signature."""
-    if isinstance(op, torch._ops.OpOverloadPacket):
-        op = op.default
-    return inspect.Signature([inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                default=a.default_value if a.has_default_value()
-                                                else inspect.Parameter.empty)
-                              for a in op._schema.arguments])
 
 
 # The norms a tree sublayer may start with, by the function Dynamo's graph
@@ -75,7 +54,7 @@ def _norm_arguments(norm, x):
     (a fake tensor), as fff's norms take them: one trailing dim, parameters
     of x's dtype and width; None where it is not such a norm."""
     kind = _SUBLAYER_NORMS.get(norm.target)
-    arguments = _bound(norm, _NORM_SIGNATURES[kind]) if kind else None
+    arguments = bound_arguments(norm, _NORM_SIGNATURES[kind]) if kind else None
     if arguments is None or not isinstance(x, torch.Tensor) or x.dtype not in _FLOATS or \
             tuple(arguments["normalized_shape"]) != (x.shape[-1],):
         return None
@@ -103,6 +82,14 @@ def _alike(values):
         len({(v.dtype, v.device) for v in values}) == 1 and values[1].shape == values[2].shape == values[-1].shape
 
 
+def _tree_arguments(tree):
+    """The tree op node's arguments by name; None for a tree that sends a
+    logit of 0 right (zero_goes_right), which fff::tree_sublayer's tree
+    does not."""
+    arguments = custom_op_arguments(tree)
+    return None if arguments is None or arguments.get("zero_goes_right") else arguments
+
+
 def _tree_sublayer(tree):
     """The call of fff::tree_sublayer that can stand for `tree` (a tree op
     node) and the ops around it, and the nodes it stands for; None where
@@ -113,20 +100,20 @@ def _tree_sublayer(tree):
     - post-LN (BERT's), `norm(residual + tree(x))`: the tree's result goes to
       the add alone and the add's to the norm alone."""
     found = _residual_add(tree)
-    tree_args = _bound(tree, _schema_signature(tree.target))
+    tree_args = _tree_arguments(tree)
     if found is None or tree_args is None:
         return None
     add, dropout, residual = found
     head = tree.args[0]
     if isinstance(head, torch.fx.Node) and head.target in _SUBLAYER_NORMS and len(head.users) == 1:
-        order, norm, x, result = "pre", head, _bound(head, _NORM_SIGNATURES[_SUBLAYER_NORMS[head.target]]), add
+        order, norm, x, result = "pre", head, bound_arguments(head, _NORM_SIGNATURES[_SUBLAYER_NORMS[head.target]]), add
         x = x and x["input"]
     else:
         users = list(add.users)
         if len(users) != 1 or users[0].target not in _SUBLAYER_NORMS:
             return None
         order, norm, x, result = "post", users[0], head, users[0]
-        bound = _bound(norm, _NORM_SIGNATURES[_SUBLAYER_NORMS[norm.target]])
+        bound = bound_arguments(norm, _NORM_SIGNATURES[_SUBLAYER_NORMS[norm.target]])
         if bound is None or bound["input"] is not add:
             return None
     if not all(isinstance(n, torch.fx.Node) for n in (x, residual)):
@@ -192,7 +179,7 @@ def take_region_sublayers(gm, report, pipeline="cpu"):
     for tree in [n for n in gm.graph.nodes if op_name(n) in TREE_OPS.values()]:
         found = _region_norm(tree.args[0]) if isinstance(tree.args[0], torch.fx.Node) else None
         added = _residual_add(tree)
-        tree_args = _bound(tree, _schema_signature(tree.target))
+        tree_args = _tree_arguments(tree)
         if found is None or added is None or tree_args is None:
             continue
         (call, norm), (add, dropout, residual) = found, added

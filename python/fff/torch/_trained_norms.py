@@ -8,8 +8,8 @@ import operator
 import torch
 
 from ._devices import CPU
-from ._nodes import FLOATS, example_value
-from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS, _bound
+from ._nodes import FLOATS, bound_arguments, example_value
+from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS
 from ._training import Unsupported, executable, parameter_dtype, train_op
 
 _TRAINED_OPS = {"fff.layer_norm_train.default", "fff.rms_norm_train.default"}
@@ -97,7 +97,7 @@ def _explicit_norm(node):
     F.layer_norm, F.rms_norm or torch.rms_norm whose arguments fff's
     trained ops take; None otherwise."""
     kind = _SUBLAYER_NORMS.get(node.target) if node.op == "call_function" else None
-    arguments = _bound(node, _NORM_SIGNATURES[kind]) if kind else None
+    arguments = bound_arguments(node, _NORM_SIGNATURES[kind]) if kind else None
     if arguments is None or not isinstance(arguments["input"], torch.fx.Node):
         return None
     x = example_value(arguments["input"])

@@ -42,8 +42,10 @@ def check_common(op, x, depth, activation, min_depth):
     check_depth(op, depth, min_depth)
 
 
-def check_tree(x, w_in, b_in, w_out, b_out, depth, activation):
+def check_tree(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right=False):
     check_common("fff::tree_ffn", x, depth, activation, min_depth=0)
+    if not isinstance(zero_goes_right, bool):
+        raise ValueError(f"fff::tree_ffn's zero_goes_right must be True or False, not {zero_goes_right!r}")
     nodes = 2 ** (depth + 1) - 1
     if x.dim() < 1 or w_in.dim() != 3 or w_out.dim() != 3:
         raise ValueError("fff::tree_ffn takes x [..., Din], w_in [K, N, Din] and w_out [K, N, Dout]")

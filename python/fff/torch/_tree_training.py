@@ -88,10 +88,10 @@ def _activation_and_slope(activation, logits):
     raise ValueError(f"unknown activation '{activation}'")
 
 
-def tree_paths(x, w_in, b_in, depth):
+def tree_paths(x, w_in, b_in, depth, zero_goes_right=False):
     """Each row's node and logit per tree and level: [B, K, depth+1] int64
-    and x's dtype, for rows x [B, Din]. A logit of exactly 0 goes left, as
-    in the op."""
+    and x's dtype, for rows x [B, Din]. A logit of exactly 0 goes left, or
+    right with `zero_goes_right`, as in the op."""
     rows, trees = x.shape[0], w_in.shape[0]
     tree_index = torch.arange(trees, device=x.device).expand(rows, trees)
     node = torch.zeros(rows, trees, dtype=torch.int64, device=x.device)
@@ -103,7 +103,8 @@ def tree_paths(x, w_in, b_in, depth):
             logit = logit + b_in[tree_index, node].to(x.dtype)
         nodes.append(node)
         logits.append(logit)
-        node = 2 * node + 1 + (logit > 0).to(torch.int64)
+        goes_right = logit >= 0 if zero_goes_right else logit > 0
+        node = 2 * node + 1 + goes_right.to(torch.int64)
     return torch.stack(nodes, -1), torch.stack(logits, -1)
 
 
@@ -114,14 +115,14 @@ def _flat_nodes(nodes, count):
     return torch.arange(trees, device=nodes.device).view(1, trees, 1) * count + nodes
 
 
-def tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation):
+def tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right=False):
     """fff::tree_ffn in torch ops, in x's dtype, on x's device: the op's
     form for f64 tensors, which fff does not compile (gradcheck through
     TreeFFN.double())."""
     din, dout = x.shape[-1], w_out.shape[2]
     trees, count = w_in.shape[0], w_in.shape[1]
     rows = x.reshape(-1, din)
-    nodes, logits = tree_paths(rows, w_in, b_in, depth)
+    nodes, logits = tree_paths(rows, w_in, b_in, depth, zero_goes_right)
     act, _ = _activation_and_slope(activation, logits)
     flat = _flat_nodes(nodes, count)
     w_out_rows = w_out.reshape(trees * count, dout)
@@ -132,7 +133,7 @@ def tree_ffn_forward(x, w_in, b_in, w_out, b_out, depth, activation):
     return y.reshape(*x.shape[:-1], dout)
 
 
-def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
+def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right=False):
     """(dx, dw_in, db_in, dw_out, db_out) of fff::tree_ffn for the output
     gradient dy; None for an absent bias."""
     din, dout = x.shape[-1], w_out.shape[2]
@@ -142,7 +143,7 @@ def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
     compute = torch.float64 if x.dtype == torch.float64 else torch.float32
     rows = x.reshape(-1, din).to(compute)
     grad = dy.reshape(-1, dout).to(compute)
-    nodes, logits = tree_paths(rows, w_in, b_in, depth)
+    nodes, logits = tree_paths(rows, w_in, b_in, depth, zero_goes_right)
     act, slope = _activation_and_slope(activation, logits)
     # Rows of the weights flattened to [K * N, ...]: tree k's node n is row
     # k * N + n. A level at a time, so that memory stays at a row per token
@@ -169,15 +170,16 @@ def tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation):
 
 
 
-def tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
+def tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False,
+                       zero_goes_right=False):
     """tree_ffn_backward's gradients, on fff's tree_ffn_grad kernel where it
     takes the tensors (CPU or CUDA, or the emulator with `emulate_cuda`;
     f32/f16/bf16: deterministic, the same bits for any thread count or
     grid), else in torch ops."""
     if _kernels.takes_tree_grad(x):
         return _kernels.tree_ffn_grad(dy, x, w_in, b_in, w_out, b_out, depth, activation,
-                                      placement_of_device(x.device, emulate_cuda))
-    return tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation)
+                                      placement_of_device(x.device, emulate_cuda), zero_goes_right)
+    return tree_ffn_backward(dy, x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right)
 
 
 def leaf_paths(rows, node_w, node_b, depth):
@@ -267,19 +269,19 @@ def _present(t, like):
 @direct_op("fff::tree_ffn_backward")
 def tree_ffn_backward_op(dy: torch.Tensor, x: torch.Tensor, w_in: torch.Tensor, b_in: torch.Tensor | None,
                          w_out: torch.Tensor, b_out: torch.Tensor | None, depth: int,
-                         activation: str, emulate_cuda: bool = False
+                         activation: str, emulate_cuda: bool = False, zero_goes_right: bool = False
                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """dx, dw_in, db_in, dw_out, db_out of fff::tree_ffn (empty for an
     absent bias)."""
-    check_tree(x, w_in, b_in, w_out, b_out, depth, activation)
+    check_tree(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right)
     check_output_grad("fff::tree_ffn_backward", dy, x, (*x.shape[:-1], w_out.shape[2]))
     count_backward("tree_ffn_grad")
-    grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda)
+    grads = tree_ffn_gradients(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda, zero_goes_right)
     return tuple(_present(g, x) for g in grads)
 
 
 @tree_ffn_backward_op.register_fake
-def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False):
+def _(dy, x, w_in, b_in, w_out, b_out, depth, activation, emulate_cuda=False, zero_goes_right=False):
     return tuple(_fresh(t, x) for t in (x, w_in, b_in, w_out, b_out))
 
 
@@ -301,8 +303,15 @@ def _(dy, x, node_w, node_b, w1, b1, w2, b2, depth, activation, emulate_cuda=Fal
 
 
 def setup_tree_context(ctx, inputs, output):
-    """Saves a tree op's tensors (all but its last three inputs: the depth,
-    the activation and emulate_cuda)."""
+    """Saves fff::tree_ffn's tensors (x, w_in, b_in, w_out, b_out) and its
+    depth, activation, emulate_cuda and zero_goes_right."""
+    ctx.save_for_backward(*inputs[:5])
+    ctx.depth, ctx.activation, ctx.emulate_cuda, ctx.zero_goes_right = inputs[5:]
+
+
+def setup_leaf_tree_context(ctx, inputs, output):
+    """Saves fff::leaf_tree_ffn's tensors (all but its last three inputs:
+    the depth, the activation and emulate_cuda)."""
     ctx.save_for_backward(*inputs[:-3])
     ctx.depth, ctx.activation, ctx.emulate_cuda = inputs[-3:]
 
@@ -310,12 +319,12 @@ def setup_tree_context(ctx, inputs, output):
 def tree_ffn_autograd(ctx, dy):
     saved = ctx.saved_tensors
     if torch.is_grad_enabled():  # backward(create_graph=True): differentiable torch ops
-        grads = tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation)
+        grads = tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation, ctx.zero_goes_right)
     else:
         grads = torch.ops.fff.tree_ffn_backward(dy, *saved, ctx.depth, ctx.activation,
-                                                emulate_cuda=ctx.emulate_cuda)
+                                                emulate_cuda=ctx.emulate_cuda, zero_goes_right=ctx.zero_goes_right)
         grads = [g if t is not None else None for g, t in zip(grads, saved)]
-    return (*grads, None, None, None)
+    return (*grads, None, None, None, None)
 
 
 def leaf_tree_ffn_autograd(ctx, dy):

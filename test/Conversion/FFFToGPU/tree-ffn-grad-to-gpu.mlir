@@ -74,3 +74,26 @@ func.func @too_many_visits(%dy: tensor<?x4xf32>, %x: tensor<?x8xf32>, %wi: tenso
   %dx, %dwi, %dwo = fff.tree_ffn_grad %dy, %x, %wi, %wo {depth = 11 : i64} : tensor<?x4xf32>, tensor<?x8xf32>, tensor<100x4095x8xf32>, tensor<100x4095x4xf32>
   return %dx : tensor<?x8xf32>
 }
+
+// -----
+
+// zero_goes_right: the forward's kernels and the backward's walk branch on
+// `logit >= 0` (GELU's polynomial compares with olt only).
+// CHECK-LABEL: func @zero_goes_right
+// CHECK:       gpu.func @tree_ffn_f32_32x32_depth2_latency
+// CHECK-NOT:   arith.cmpf ogt
+// CHECK:       arith.cmpf oge
+// CHECK:       gpu.func @tree_ffn_f32_32x32_depth2_throughput
+// CHECK-NOT:   arith.cmpf ogt
+// CHECK:       arith.cmpf oge
+// CHECK:       gpu.func @tree_ffn_grad_f32_32x32_depth2_walk
+// CHECK-NOT:   arith.cmpf ogt
+// CHECK:       arith.cmpf oge
+func.func @zero_goes_right(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: tensor<1x7x32xf32>)
+    -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64, zero_goes_right}
+         : tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  %dx, %dwi, %dwo = fff.tree_ffn_grad %y, %x, %wi, %wo {depth = 2 : i64, zero_goes_right}
+         : tensor<?x32xf32>, tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  return %y, %dx : tensor<?x32xf32>, tensor<?x32xf32>
+}

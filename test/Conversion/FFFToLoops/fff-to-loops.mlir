@@ -81,6 +81,20 @@ func.func @tree_ffn(%x: tensor<?x8xf16>, %wi: tensor<2x3x8xf16>, %bi: tensor<2x3
 
 // -----
 
+// zero_goes_right: the branch is `logit >= 0`, forward and backward.
+// CHECK-LABEL: func @zero_goes_right
+// CHECK:         arith.cmpf oge, %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:     arith.cmpf ogt
+// CHECK:         arith.cmpf oge, %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:     arith.cmpf ogt
+func.func @zero_goes_right(%x: tensor<?x8xf32>, %wi: tensor<1x3x8xf32>, %wo: tensor<1x3x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %y = fff.tree_ffn %x, %wi, %wo {depth = 1 : i64, zero_goes_right} : tensor<?x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  %dx, %dwi, %dwo = fff.tree_ffn_grad %y, %x, %wi, %wo {depth = 1 : i64, zero_goes_right} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+  return %y, %dx : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
 // tree_ffn_grad: (1) each row walks its trees again (the logit, act and
 // act' of it, dy . w_out), records its visit's node, dl and act(l), adds
 // into its dx row, and branches on `logit > 0`; (2) a counting sort of each

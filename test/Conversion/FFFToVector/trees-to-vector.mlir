@@ -346,3 +346,21 @@ func.func @tree_ffn_grad_regrouped(%dy: tensor<?x1024xf32>, %x: tensor<?x1024xf3
          : tensor<?x1024xf32>, tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>
   return %dx, %dwi, %dwo : tensor<?x1024xf32>, tensor<1x255x1024xf32>, tensor<1x255x1024xf32>
 }
+
+// -----
+
+// zero_goes_right: every walk, the forward's and the backward's, branches
+// on `logit >= 0`.
+// CHECK-LABEL: func @zero_goes_right
+// CHECK-NOT:     arith.cmpf ogt
+// CHECK:         arith.cmpf oge
+// CHECK-NOT:     arith.cmpf ogt
+// CHECK:         return
+func.func @zero_goes_right(%x: tensor<?x32xf32>, %wi: tensor<1x7x32xf32>, %wo: tensor<1x7x32xf32>)
+    -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %y = fff.tree_ffn %x, %wi, %wo {depth = 2 : i64, zero_goes_right}
+         : tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  %dx, %dwi, %dwo = fff.tree_ffn_grad %y, %x, %wi, %wo {depth = 2 : i64, zero_goes_right}
+         : tensor<?x32xf32>, tensor<?x32xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>
+  return %y, %dx : tensor<?x32xf32>, tensor<?x32xf32>
+}

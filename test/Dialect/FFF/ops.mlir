@@ -77,6 +77,13 @@ func.func @tree_ffn_forms(%x: tensor<?x768xf32>, %w_in: tensor<1x4095x768xf32>, 
   // CHECK: fff.tree_ffn %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<768xf32>) {activation = #fff.activation<gelu_tanh>, depth = 11 : i64}
   %3 = fff.tree_ffn %x, %w_in, %w_out bias(%b_out : tensor<768xf32>) {depth = 11 : i64, activation = #fff.activation<gelu_tanh>}
          : tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
+  // The authors' inference walk: a logit of exactly 0 goes right.
+  // CHECK: fff.tree_ffn %{{.*}}, %{{.*}}, %{{.*}} {depth = 11 : i64, zero_goes_right} : tensor<?x768xf32>
+  %4 = fff.tree_ffn %x, %w_in, %w_out {depth = 11 : i64, zero_goes_right}
+         : tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
+  // CHECK: fff.tree_ffn_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {depth = 11 : i64, zero_goes_right} : tensor<?x768xf32>
+  %dx, %dwi, %dwo = fff.tree_ffn_grad %x, %x, %w_in, %w_out {depth = 11 : i64, zero_goes_right}
+         : tensor<?x768xf32>, tensor<?x768xf32>, tensor<1x4095x768xf32>, tensor<1x4095x768xf32>
   // CHECK: "test.use"(%{{.*}}) : (tensor<?x768xf32>) -> ()
   "test.use"(%0) : (tensor<?x768xf32>) -> ()
   return

@@ -292,6 +292,12 @@ def FFF_TreeFFNOp : FFF_Op<"tree_ffn", [
     y[b] += b_out
     ```
 
+    With `zero_goes_right`, a logit of exactly 0 (of either sign) goes
+    right, `l >= 0 ? 1 : 0`, as the FFF authors' inference code
+    (`plane_score >= 0` in UltraFastBERT's `fff_bmm.py`) walks; their
+    training layer sends it left, the default. The two agree wherever no
+    logit on a row's path is exactly 0.
+
     | operand | shape              |
     |---------|--------------------|
     | `input` | `[B, Din]`         |
@@ -321,7 +327,8 @@ def FFF_TreeFFNOp : FFF_Op<"tree_ffn", [
     FFF_FloatTensorOfRank<3>:$w_out,
     Optional<FFF_FloatTensorOfRank<1>>:$b_out,
     I64Attr:$depth,
-    DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::gelu">:$activation
+    DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::gelu">:$activation,
+    UnitAttr:$zero_goes_right
   );
   let results = (outs FFF_FloatTensorOfRank<2>:$output);
 
@@ -351,7 +358,8 @@ def FFF_TreeFFNGradOp : FFF_Op<"tree_ffn_grad", [
     The gradient of UltraFastBERT's masked training layer, whose values
     equal `fff.tree_ffn`'s: routing is hard and gets no gradient. Each row
     `b` walks each tree `k` as the forward does (a logit of exactly 0 goes
-    left), and for each node `n` on its path, with logit `l`:
+    left, or right with `zero_goes_right`, as `fff.tree_ffn`'s), and for
+    each node `n` on its path, with logit `l`:
 
     ```
     dw_out[k,n] += act(l) * dy[b]
@@ -394,7 +402,8 @@ def FFF_TreeFFNGradOp : FFF_Op<"tree_ffn_grad", [
     FFF_FloatTensorOfRank<3>:$w_out,
     I64Attr:$depth,
     DefaultValuedAttr<FFF_ActivationAttr, "::fff::Activation::gelu">:$activation,
-    UnitAttr:$bias_out_grad
+    UnitAttr:$bias_out_grad,
+    UnitAttr:$zero_goes_right
   );
   let results = (outs
     FFF_FloatTensorOfRank<2>:$grad_input,
