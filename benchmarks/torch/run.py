@@ -8,7 +8,8 @@ Cases: norm-heavy blocks that are all fff's (a residual add + LayerNorm, a
 LLaMA RMSNorm), transformers' BERT and LLaMA layers (fff takes the norms,
 Inductor the rest), and a pre-LN block whose FFN is an fff.torch.TreeFFN
 (against the dense 768->3072->768 FF it replaces, under Inductor), and
-UltraFastBERT's own masked layer, which the backend raises to its tree op
+UltraFastBERT's own layers, its masked training layer and the walk of its
+PyTorch inference benchmark, which the backend raises to its tree op
 (fff/torch/_masked_trees.py). Prints the
 median time per call (compilation excluded), fff's ratio to each baseline
 (>1: fff is faster), and how much of each graph fff took. Nothing asserts a
@@ -109,6 +110,34 @@ class PreLNBlock(torch.nn.Module):
         return x + self.ffn(self.ln(x))
 
 
+class WalkedTree(torch.nn.Module):
+    """UltraFastBERT's inference layer as its PyTorch benchmark computes it
+    (benchmark_pytorch/fff/fff_bmm.py, written from its structure): one
+    tree, each level an index_select of the rows' nodes and a bmm for their
+    logits (a logit >= 0 goes right), then GELU of the logits times the
+    path's gathered output rows in one bmm."""
+
+    def __init__(self, width, depth):
+        super().__init__()
+        self.depth, self.width = depth, width
+        nodes = 2 ** (depth + 1) - 1
+        self.w1s = torch.nn.Parameter(torch.randn(nodes, width) / width ** 0.5)
+        self.w2s = torch.nn.Parameter(torch.randn(nodes, width) / (depth + 1) ** 0.5)
+
+    def forward(self, x):
+        batch = x.shape[0]
+        node = torch.zeros((batch,), dtype=torch.long)
+        visited = torch.zeros(batch, self.depth + 1, dtype=torch.long)
+        logits = torch.empty((batch, self.depth + 1))
+        for level in range(self.depth + 1):
+            visited[:, level] = node
+            logit = torch.bmm(x.unsqueeze(1), self.w1s.index_select(0, node).unsqueeze(-1)).view(batch)
+            logits[:, level] = logit
+            node = node * 2 + (logit >= 0).long() + 1
+        rows = self.w2s.index_select(0, visited.flatten()).view(batch, self.depth + 1, self.width)
+        return torch.bmm(torch.nn.functional.gelu(logits).unsqueeze(1), rows)
+
+
 def cases():
     torch.manual_seed(0)
     yield "residual + layer_norm %dx768" % ROWS, ResidualLayerNorm(768), (torch.randn(ROWS, 768), torch.randn(ROWS, 768))
@@ -123,6 +152,8 @@ def cases():
     # layer): fff raises it to its tree op, Inductor compiles what it says.
     yield f"UltraFastBERT's own layer (1x11) {ROWS}x768", fff.torch.MaskedTreeFFN(768, 768, 11, 1), \
         (torch.randn(ROWS, 768),)
+    # Its inference walk: a dozen gathers and batched products.
+    yield f"UltraFastBERT's inference walk (1x11) {ROWS}x768", WalkedTree(768, 11), (torch.randn(ROWS, 768),)
 
 
 def main():

@@ -7,6 +7,7 @@ emulator's launch statistics (FFF_EMU_STATS) show that fff's kernels ran
 there, and its memory checks that they read and wrote only their
 buffers."""
 
+import functools
 import json
 import os
 
@@ -377,6 +378,33 @@ def test_tree_layers_in_checkpointed_blocks_train_on_the_emulator(launches):
     torch._dynamo.reset()
     for a, e in zip(actual, expected):
         assert relative_error(a, e) < 1e-5
+
+
+def test_a_tree_op_called_with_positional_options_keeps_them(launches):
+    """A model's own call of fff::tree_ffn with its options positional
+    (emulate_cuda, then zero_goes_right): the graph's fff::region call
+    runs it on the emulator with zero_goes_right, as eager does, on rows
+    whose logits are often exactly 0."""
+    generator = torch.Generator().manual_seed(12)
+    w_in = torch.randint(-1, 2, (1, 15, 16), generator=generator).float()
+    w_out = torch.randn(1, 15, 8, generator=generator)
+
+    def layer(x):
+        return torch.ops.fff.tree_ffn(x, w_in, None, w_out, None, 3, "gelu", False, True)
+
+    x = torch.randint(-1, 2, (32, 16), generator=generator) * (torch.rand(32, 16, generator=generator) < 0.25)
+    x = x.float()
+    report = fff.torch.Report()
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend=functools.partial(fff.torch.backend, report=report, emulate_cuda=True))
+    with torch.no_grad():
+        actual = compiled(x)
+    torch._dynamo.reset()
+    assert [r.pipeline for r in report.regions] == ["gpu"], str(report)
+    assert any(name.startswith("tree_ffn_f32") for name in launches())
+    assert relative_error(actual, layer(x)) < 1e-6
+    left = torch.ops.fff.tree_ffn(x, w_in, None, w_out, None, 3, "gelu")
+    assert relative_error(left, layer(x)) > 0.1  # the ties matter
 
 
 def test_placements():

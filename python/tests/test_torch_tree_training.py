@@ -21,11 +21,12 @@ ACTIVATIONS = {
 }
 
 
-def masked_dense(x, w_in, b_in, w_out, b_out, depth, activation):
+def masked_dense(x, w_in, b_in, w_out, b_out, depth, activation, zero_goes_right=False):
     """UltraFastBERT's training forward, written as its authors do: every
     node's logit, a 0/1 mask of each row's path built under no_grad (a
-    logit > 0 goes right), act(logits) * mask, then the dense output layer.
-    Its values equal fff::tree_ffn's; its gradient is the hard-routed one."""
+    logit > 0 goes right; >= 0 with `zero_goes_right`), act(logits) * mask,
+    then the dense output layer. Its values equal fff::tree_ffn's; its
+    gradient is the hard-routed one."""
     trees, nodes, din = w_in.shape
     logits = torch.einsum("bd,knd->bkn", x, w_in)
     if b_in is not None:
@@ -36,7 +37,7 @@ def masked_dense(x, w_in, b_in, w_out, b_out, depth, activation):
         for _ in range(depth + 1):
             mask.scatter_(2, node.unsqueeze(-1), 1.0)
             chosen = logits.gather(2, node.unsqueeze(-1)).squeeze(-1)
-            node = 2 * node + 1 + (chosen > 0).long()
+            node = 2 * node + 1 + ((chosen >= 0) if zero_goes_right else (chosen > 0)).long()
     hidden = ACTIVATIONS[activation](logits) * mask
     y = torch.einsum("bkn,kno->bo", hidden, w_out)
     return y + b_out if b_out is not None else y
@@ -107,6 +108,34 @@ def test_a_logit_of_exactly_zero_goes_left_and_routes_no_gradient():
                               torch.ones(5, dout))
     for g, e in zip(got, expected):
         assert relative_error(g, e) < 2e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_zero_goes_right_routes_ties_right_forward_and_backward(dtype):
+    """Rows and routing weights of small integers: logits exact, and exactly
+    0 on many paths. With zero_goes_right those rows go right, on fff's
+    kernels (f32, bf16) and in torch ops (f64) alike; values and gradients
+    are the masked layer's with `>= 0`, and far from those with `> 0`."""
+    generator = torch.Generator().manual_seed(3)
+    depth, trees, din, dout = 3, 2, 16, 8
+    nodes = 2 ** (depth + 1) - 1
+    integers = lambda *shape: torch.randint(-1, 2, shape, generator=generator).to(dtype)
+    x = integers(40, din) * (torch.rand(40, din, generator=generator) < 0.25).to(dtype)
+    inputs = [x, integers(trees, nodes, din), integers(trees, nodes), torch.randn(trees, nodes, dout,
+                                                                               generator=generator).to(dtype), None]
+    dy = torch.randn(40, dout, generator=generator).to(dtype)
+    leaves = [t.clone().requires_grad_() if t is not None else None for t in inputs]
+    y = fff.torch.tree_ffn(*leaves, depth, "gelu", zero_goes_right=True)
+    grads = torch.autograd.grad(y, leaves[:4], dy)
+    for zero_goes_right in (True, False):
+        reference = [t.double().requires_grad_() if t is not None else None for t in inputs]
+        y_ref = masked_dense(*reference, depth, "gelu", zero_goes_right)
+        expected = torch.autograd.grad(y_ref, reference[:4], dy.double())
+        errors = [relative_error(y, y_ref)] + [relative_error(g, e) for g, e in zip(grads, expected)]
+        if zero_goes_right:
+            assert max(errors) < TOLERANCE.get(dtype, 1e-12), errors
+        else:
+            assert relative_error(y, y_ref) > 0.1, errors
 
 
 class HardRoutedTree(torch.autograd.Function):

@@ -1,25 +1,41 @@
-"""UltraFastBERT's own layer, raised: a call of the FFF authors' masked
-dense layer (training/cramming/architectures/fff.py in their repository,
-fff.torch.MaskedTreeFFN here) in Dynamo's graph becomes a call of
-fff::tree_ffn, so that a model built from the authors' code runs the
-path's 12 neurons where it ran all 4095.
+"""UltraFastBERT's own layers, raised: a call of one of the FFF authors'
+layers in Dynamo's graph becomes a call of fff::tree_ffn, so that a model
+built from their code runs each row's path on fff's kernels, where their
+training layer ran all of the tree's neurons and their inference code
+walked it in a dozen gathers and batched products.
 
-That layer computes `linear_in` and the activation over every node, a
-0/1 mask of each row's path (walked on the signs of the logits, under
-no_grad), and a dense `linear_out` of the masked activations: the values
-of fff.tree_ffn, whose gradient (shared/DESIGN.md) is the masked layer's.
+Two of their layers:
+- the masked dense training layer (training/cramming/architectures/fff.py
+  in their repository, fff.torch.MaskedTreeFFN here): `linear_in` and the
+  activation over every node, a 0/1 mask of each row's path (walked on the
+  signs of the logits, under no_grad), and a dense `linear_out` of the
+  masked activations. Its weights are two Linears' ("linear" layout):
+  w_in [K*N, Din] with a bias, w_out [Dout, K*N] without.
+- the inference layer of their PyTorch benchmarks
+  (benchmark_pytorch/fff/fff_bmm.py, and benchmark_cuda's alike): a walk
+  of index_select and bmm over `w1s` that records each level's node and
+  logit, then act(logits) times the gathered rows of `w2s` in one bmm. Its
+  weights are one tree's rows ("rows" layout): w_in [N, Din] and w_out
+  [N, Dout], without biases. A logit of exactly 0 goes right there
+  (`plane_score >= 0`), and its result keeps bmm's unit dim: [B, 1, Dout].
+Both compute the values of fff.tree_ffn (with zero_goes_right for the
+second), whose gradient (shared/DESIGN.md) is theirs: none through the
+routing.
 
 A call is recognised by what it computes, not by its class's name. Its
-nodes are those Dynamo records under one module call (nn_module_stack)
-that holds two linear ops: the first with a bias (linear_in, [K*N, Din]),
-the second without (linear_out, [Dout, K*N]), fed by the first. The call
-must read nothing from the rest of the graph but the rows and those three
-parameters, and give it one tensor. Then the call's own ops, cut out of
-the graph, are run on random data and on small integers (whose logits
-are exact and often exactly 0, where the direction of a tie shows)
-against fff.tree_ffn's definition for each tree count K, depth (from 1)
-and activation that fit the shapes; the call is replaced only where one
-of them gives the same values. Other calls are left as they are."""
+nodes are those Dynamo records under one module call (nn_module_stack).
+The call must read nothing from the rest of the graph but the rows, its
+weights, laid out as one of the two layers holds them, and the rows'
+symbolic extents (a dynamic batch), and give it one tensor: the rows'
+leading dims and Dout, with a unit dim before Dout or not. The masked
+layer's call holds two linear ops: the first with a bias, the second
+without, fed by the first. Then the call's own ops, cut out of the graph,
+are run on random data and on small integers (whose logits are exact and
+often exactly 0, where the direction of a tie shows) against
+fff.tree_ffn's definition for each tree count K, depth (from 1),
+activation and direction of ties that fit the shapes; the call is replaced
+only where one of them gives the same values. Other calls are left as they
+are."""
 
 import contextlib
 import dataclasses
@@ -54,15 +70,22 @@ def _module_calls(gm):
 
 @dataclasses.dataclass
 class _Candidate:
-    """A module call that may be the masked layer: its nodes, its result,
-    and the rows and parameters it reads."""
+    """A module call that may be one of the authors' layers: its nodes, its
+    result, the rows it reads, its weights as `layout` holds them (linear:
+    w_in, b_in, w_out; rows: w_in, w_out), and the rows' extents it reads
+    (node, dim of the rows)."""
 
     nodes: list
     result: torch.fx.Node
     x: torch.fx.Node
-    w_in: torch.fx.Node
-    b_in: torch.fx.Node
-    w_out: torch.fx.Node
+    weights: tuple
+    layout: str
+    extents: list
+
+    @property
+    def unit_dim(self):
+        """Whether the result has a unit dim before Dout (bmm's)."""
+        return example_value(self.result).dim() == example_value(self.x).dim() + 1
 
 
 def _linear_arguments(node):
@@ -74,34 +97,93 @@ def _linear_arguments(node):
     return args[0], node.kwargs.get("weight", args[1]), bias
 
 
-def _candidate(nodes):
-    """The module call `nodes` as a _Candidate, or None where its shape is
-    not the masked layer's."""
+def _boundary(nodes):
+    """(the tensors outside the call that it reads, the symbolic extents it
+    reads, its one result), or None where it gives the graph more than one
+    value or reads other values."""
+    members = set(nodes)
+    outside = {a for n in nodes for a in n.all_input_nodes if a not in members}
+    results = [n for n in nodes if any(u not in members for u in n.users)]
+    if len(results) != 1:
+        return None
+    tensors = {n for n in outside if isinstance(example_value(n), torch.Tensor)}
+    extents = outside - tensors
+    if not all(isinstance(example_value(n), torch.SymInt) for n in extents):
+        return None
+    return tensors, extents, results[0]
+
+
+def _extents_of(rows, extents):
+    """(node, dim) for each symbolic extent node: the dim of the rows
+    `rows` whose extent it is; None where one is none of them."""
+    shape = example_value(rows).shape
+    found = []
+    for node in extents:
+        symbol = str(example_value(node).node.expr)
+        dims = [d for d, e in enumerate(shape) if isinstance(e, torch.SymInt) and str(e.node.expr) == symbol]
+        if not dims:
+            return None
+        found.append((node, dims[0]))
+    return found
+
+
+def _is_tree_size(count):
+    return count >= 3 and (count + 1) & count == 0
+
+
+def _shaped_as_result(x, y, dout):
+    """Whether y is x's leading dims and dout, with a unit dim before dout
+    or not."""
+    leading = tuple(y.shape[:-1])
+    return y.shape[-1] == dout and (leading == tuple(x.shape[:-1]) or leading == (*x.shape[:-1], 1))
+
+
+def _candidates(nodes):
+    """The ways the module call `nodes` may be one of the authors' layers:
+    _Candidates, each to be checked by its values."""
+    boundary = _boundary(nodes)
+    if boundary is None:
+        return []
+    tensors, extents, result = boundary
     members = set(nodes)
     linears = [n for n in nodes if n.op == "call_function" and n.target in _LINEAR]
-    if len(linears) != 2:
-        return None
-    first, second = (_linear_arguments(n) for n in linears)
-    if first is None or second is None or first[2] is None or second[2] is not None:
-        return None
-    w_in, b_in, w_out = first[1], first[2], second[1]
-    outside = {a for n in nodes for a in n.all_input_nodes if a not in members}
-    if not all(isinstance(p, torch.fx.Node) and p in outside for p in (w_in, b_in, w_out)):
-        return None
-    rows = outside - {w_in, b_in, w_out}
-    results = [n for n in nodes if any(u not in members for u in n.users)]
-    if len(rows) != 1 or len(results) != 1 or linears[0] not in _ancestors(linears[1], members):
-        return None
-    candidate = _Candidate(nodes, results[0], rows.pop(), w_in, b_in, w_out)
-    values = [example_value(n) for n in (candidate.x, w_in, b_in, w_out, candidate.result)]
-    if not all(isinstance(v, torch.Tensor) for v in values):
-        return None
-    x, wi, bi, wo, y = values
-    if len({v.dtype for v in values}) != 1 or x.dtype not in _TREE_DTYPES or x.dim() < 1 or wi.dim() != 2 or \
-            wo.dim() != 2 or bi.dim() != 1 or wi.shape[1] != x.shape[-1] or wo.shape[1] != wi.shape[0] or \
-            bi.shape[0] != wi.shape[0] or y.shape[:-1] != x.shape[:-1] or y.shape[-1] != wo.shape[0]:
-        return None
-    return candidate
+    found = []
+    if len(linears) == 2:
+        first, second = (_linear_arguments(n) for n in linears)
+        if first is not None and second is not None and first[2] is not None and second[2] is None and \
+                linears[0] in _ancestors(linears[1], members):
+            weights = (first[1], first[2], second[1])
+            rows = tensors - set(weights)
+            if all(isinstance(w, torch.fx.Node) and w in tensors for w in weights) and len(rows) == 1:
+                found.append((rows.pop(), weights, "linear"))
+    elif not linears and len(tensors) == 3:
+        # Which input is which: the rows and two [N, width] weights.
+        for x in tensors:
+            w_in, w_out = sorted(tensors - {x}, key=lambda n: n.name)
+            found += [(x, (w_in, w_out), "rows"), (x, (w_out, w_in), "rows")]
+    candidates = []
+    for x, weights, layout in found:
+        located = _extents_of(x, extents)
+        values = [example_value(n) for n in (x, *weights, result)]
+        if located is not None and _laid_out(layout, values):
+            candidates.append(_Candidate(nodes, result, x, weights, layout, located))
+    return candidates
+
+
+def _laid_out(layout, values):
+    """Whether the example values (x, weights..., y) are shaped and typed as
+    `layout`'s layer takes and gives them."""
+    x, *weights, y = values
+    if len({v.dtype for v in values}) != 1 or x.dtype not in _TREE_DTYPES or x.dim() < 1 or \
+            any(w.dim() != (1 if i == 1 and layout == "linear" else 2) for i, w in enumerate(weights)):
+        return False
+    if layout == "linear":
+        w_in, b_in, w_out = weights
+        return w_in.shape[1] == x.shape[-1] and w_out.shape[1] == w_in.shape[0] and b_in.shape[0] == w_in.shape[0] \
+            and tuple(y.shape) == (*x.shape[:-1], w_out.shape[0])
+    w_in, w_out = weights
+    return _is_tree_size(w_in.shape[0]) and w_out.shape[0] == w_in.shape[0] and w_in.shape[1] == x.shape[-1] and \
+        _shaped_as_result(x, y, w_out.shape[1])
 
 
 def _ancestors(node, members):
@@ -116,12 +198,14 @@ def _ancestors(node, members):
 
 
 def _extracted(candidate):
-    """The call's own ops as a function of (x, w_in, b_in, w_out)."""
+    """The call's own ops as a function of (x, weights...), the extents it
+    reads taken from x."""
     graph = torch.fx.Graph()
-    env = {}
-    for name, node in zip(("x", "w_in", "b_in", "w_out"),
-                          (candidate.x, candidate.w_in, candidate.b_in, candidate.w_out)):
-        env[node] = graph.placeholder(name)
+    env = {candidate.x: graph.placeholder("x")}
+    for index, node in enumerate(candidate.weights):
+        env[node] = graph.placeholder(f"w{index}")
+    for node, dim in candidate.extents:
+        env[node] = graph.call_method("size", (env[candidate.x], dim))
     for node in candidate.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
     graph.output(env[candidate.result])
@@ -141,22 +225,26 @@ def _concrete_shape(value):
     return shape
 
 
-def _tree_values(rows, w_in, b_in, w_out, trees, depth, activation):
+def _tree_values(rows, w_in, b_in, w_out, trees, depth, activation, zero_goes_right):
     """fff.tree_ffn's values on rows [B, Din], for weights laid out as the
-    layer's Linears hold them (tree k's node n at row k * N + n of w_in,
-    column k * N + n of w_out), computed as MaskedTreeFFN computes them:
-    every logit, the paths' mask, a dense product."""
-    logits = (rows @ w_in.t() + b_in).view(rows.shape[0], trees, w_in.shape[0] // trees)
-    hidden = _activation_and_slope(activation, logits)[0] * path_mask(logits, depth)
+    masked layer's Linears hold them (tree k's node n at row k * N + n of
+    w_in, column k * N + n of w_out; b_in may be None), computed as
+    MaskedTreeFFN computes them: every logit, the paths' mask, a dense
+    product."""
+    logits = rows @ w_in.t()
+    if b_in is not None:
+        logits = logits + b_in
+    logits = logits.view(rows.shape[0], trees, w_in.shape[0] // trees)
+    hidden = _activation_and_slope(activation, logits)[0] * path_mask(logits, depth, zero_goes_right)
     return hidden.flatten(1) @ w_out.t()
 
 
-def _examples(shape, width, outputs):
-    """Inputs (x, w_in, b_in, w_out) to hold the call to fff.tree_ffn's
-    values with: random ones, and small integers, whose dot products are
-    exact and often exactly 0, where the direction of a tie shows (a layer
-    that sends a logit of 0 right, as the authors' inference code does,
-    is not fff.tree_ffn)."""
+def _examples(layout, shape, width, outputs):
+    """Inputs (x, weights...) as `layout` holds them, to hold the call to
+    fff.tree_ffn's values with: random ones, and small integers, whose dot
+    products are exact and often exactly 0, where the direction of a tie
+    shows (the authors' inference code sends a logit of 0 right, their
+    training layer left)."""
     generator = torch.Generator().manual_seed(0)
     rows_width = shape[-1]
 
@@ -164,21 +252,34 @@ def _examples(shape, width, outputs):
         values = torch.randint(-1, 2, extents, generator=generator).to(torch.float32)
         return values * (torch.rand(extents, generator=generator) < density)
 
-    continuous = (torch.randn(shape, generator=generator),
-                  torch.randn(width, rows_width, generator=generator) / math.sqrt(rows_width),
-                  torch.randn(width, generator=generator) * 0.1, torch.randn(outputs, width, generator=generator))
+    random_rows = torch.randn(shape, generator=generator)
     # Rows of about four nonzero entries: a logit is then exactly 0 about
     # a third of the time.
-    integers = (small_integers(*shape, density=min(1.0, 4 / rows_width)), small_integers(width, rows_width),
-                small_integers(width),
-                torch.randn(outputs, width, generator=generator))
-    return continuous, integers
+    integer_rows = small_integers(*shape, density=min(1.0, 4 / rows_width))
+    w_out = torch.randn(outputs, width, generator=generator)
+    if layout == "rows":
+        return ((random_rows, torch.randn(width, rows_width, generator=generator) / math.sqrt(rows_width),
+                 w_out.t().contiguous()),
+                (integer_rows, small_integers(width, rows_width), w_out.t().contiguous()))
+    return ((random_rows, torch.randn(width, rows_width, generator=generator) / math.sqrt(rows_width),
+             torch.randn(width, generator=generator) * 0.1, w_out),
+            (integer_rows, small_integers(width, rows_width), small_integers(width), w_out))
 
 
-def _fits(function, shape, width, outputs):
-    """The (trees, depth, activation) for which `function`, the call's ops,
-    gives fff.tree_ffn's values on x of `shape`; None if none does."""
-    examples = _examples(shape, width, outputs)
+def _as_linear(layout, weights):
+    """(w_in, b_in or None, w_out) of example weights, as the masked layer's
+    Linears would hold them."""
+    if layout == "rows":
+        w_in, w_out = weights
+        return w_in, None, w_out.t()
+    return weights
+
+
+def _fits(function, layout, shape, width, outputs):
+    """The (trees, depth, activation, zero_goes_right) for which `function`,
+    the call's ops, gives fff.tree_ffn's values on x of `shape`; None if
+    none does."""
+    examples = _examples(layout, shape, width, outputs)
     try:
         with torch.no_grad():
             # forward itself: a GraphModule's call prints the code of an op
@@ -186,21 +287,23 @@ def _fits(function, shape, width, outputs):
             given = [function.forward(*example) for example in examples]
     except Exception:  # not a function of these shapes: not the layer
         return None
-    if not all(isinstance(g, torch.Tensor) and list(g.shape) == shape[:-1] + [outputs] for g in given):
+    if not all(isinstance(g, torch.Tensor) and g.numel() == math.prod(shape[:-1]) * outputs for g in given):
         return None
     # From depth 1: a tree of depth 0 is a dense layer of K neurons, which
     # every Linear-activation-Linear computes, and which matrix products
-    # compute faster.
+    # compute faster. The rows layout holds one tree.
     for depth in range(1, MAX_DEPTH + 1):
         nodes = 2 ** (depth + 1) - 1
-        if width % nodes:
+        if width % nodes or (layout == "rows" and width != nodes):
             continue
         for activation in ACTIVATIONS:
-            if all(_close(g.reshape(-1, outputs),
-                          _tree_values(x.reshape(-1, shape[-1]).double(), w_in.double(), b_in.double(),
-                                       w_out.double(), width // nodes, depth, activation))
-                   for g, (x, w_in, b_in, w_out) in zip(given, examples)):
-                return width // nodes, depth, activation
+            for zero_goes_right in (False, True):
+                if all(_close(g.reshape(-1, outputs),
+                              _tree_values(x.reshape(-1, shape[-1]).double(),
+                                           *(w if w is None else w.double() for w in _as_linear(layout, weights)),
+                                           width // nodes, depth, activation, zero_goes_right))
+                       for g, (x, *weights) in zip(given, examples)):
+                    return width // nodes, depth, activation, zero_goes_right
     return None
 
 
@@ -210,68 +313,94 @@ def _close(actual, expected):
     return bool(error <= 1e-5)
 
 
+def _found_tree(candidate):
+    """(trees, depth, activation, zero_goes_right) of the tree the call
+    computes, or None."""
+    shape = _concrete_shape(example_value(candidate.x))
+    if not shape:
+        return None
+    w_in = example_value(candidate.weights[0])
+    w_out = example_value(candidate.weights[-1])
+    width, din = (int(e) for e in w_in.shape)
+    dout = int(w_out.shape[0] if candidate.layout == "linear" else w_out.shape[1])
+    function = _extracted(candidate)
+    # A few rows first; the example's own extents where the call's ops
+    # fixed them (a static graph's reshapes), if that is not too large to
+    # run once here, and not empty (a graph specialized to no rows, whose
+    # values every candidate matches).
+    found = _fits(function, candidate.layout, [64, din], width, dout)
+    if not found and 0 < math.prod(shape) <= _MAX_CHECKED_ELEMENTS:
+        found = _fits(function, candidate.layout, shape, width, dout)
+    return found
+
+
 def raise_masked_tree_layers(gm):
-    """Puts fff::tree_ffn in place of each call of UltraFastBERT's masked
-    layer in `gm` (see the module's docstring). The backend then takes each
-    such call as it takes the tree ops a model calls itself; the call
+    """Puts fff::tree_ffn in place of each call of one of the authors'
+    layers in `gm` (see the module's docstring). The backend then takes
+    each such call as it takes the tree ops a model calls itself; the call
     carries the names of the ops it replaced (meta "fff_raised_ops"), which
     the report counts as taken with it."""
     replaced = set()
     for nodes in _module_calls(gm).values():
         if replaced.intersection(nodes):  # a call inside one replaced already, or the graph holding it
             continue
-        candidate = _candidate(nodes)
-        if candidate is None:
-            continue
-        x, w_in, w_out = (example_value(n) for n in (candidate.x, candidate.w_in, candidate.w_out))
-        shape = _concrete_shape(x)
-        if not shape:
-            continue
-        function = _extracted(candidate)
-        # A few rows first; the example's own extents where the call's ops
-        # fixed them (a static graph's reshapes), if that is not too large
-        # to run once here, and not empty (a graph specialized to no rows,
-        # whose values every candidate matches).
-        width, din, dout = (int(e) for e in (*w_in.shape, w_out.shape[0]))
-        found = _fits(function, [64, din], width, dout)
-        if not found and 0 < math.prod(shape) <= _MAX_CHECKED_ELEMENTS:
-            found = _fits(function, shape, width, dout)
-        if not found:
-            continue
-        trees, depth, activation = found
-        nodes_per_tree = 2 ** (depth + 1) - 1
-        graph = gm.graph
-        with graph.inserting_before(candidate.result):
-            weights_in = graph.call_method("view", (candidate.w_in, trees, nodes_per_tree, din))
-            biases_in = graph.call_method("view", (candidate.b_in, trees, nodes_per_tree))
-            # Each neuron's output weights as a row, copied by the fallback's
-            # own code (Inductor's transpose is faster than the copy the fff
-            # call would make of a strided view).
-            transposed = graph.call_method("contiguous", (graph.call_method("t", (candidate.w_out,)),))
-            weights_out = graph.call_method("view", (transposed, trees, nodes_per_tree, dout))
-            call = graph.call_function(torch.ops.fff.tree_ffn.default,
-                                       (candidate.x, weights_in, biases_in, weights_out, None, depth, activation))
-        _note_values(weights_in, biases_in, transposed, weights_out, call, candidate)
-        call.meta["fff_raised_ops"] = [op_name(n) for n in candidate.nodes]
-        candidate.result.replace_all_uses_with(call)
-        for node in reversed(candidate.nodes):
-            graph.erase_node(node)
-        replaced.update(candidate.nodes)
+        for candidate in _candidates(nodes):
+            found = _found_tree(candidate)
+            if found:
+                _replace(gm.graph, candidate, *found)
+                replaced.update(candidate.nodes)
+                break
     if replaced:
         gm.graph.lint()
         gm.recompile()
 
 
-def _note_values(weights_in, biases_in, transposed, weights_out, call, candidate):
+def _replace(graph, candidate, trees, depth, activation, zero_goes_right):
+    """Puts the call of fff::tree_ffn in place of the candidate's nodes."""
+    added = []
+
+    def method(name, *args):
+        added.append(graph.call_method(name, args))
+        return added[-1]
+
+    with graph.inserting_before(candidate.result):
+        if candidate.layout == "linear":
+            w_in, b_in, w_out = candidate.weights
+            din, dout = example_value(w_in).shape[1], example_value(w_out).shape[0]
+            nodes_per_tree = example_value(w_in).shape[0] // trees
+            weights_in = method("view", w_in, trees, nodes_per_tree, din)
+            biases_in = method("view", b_in, trees, nodes_per_tree)
+            # Each neuron's output weights as a row, copied by the fallback's
+            # own code (Inductor's transpose is faster than the copy the fff
+            # call would make of a strided view).
+            weights_out = method("view", method("contiguous", method("t", w_out)), trees, nodes_per_tree, dout)
+        else:
+            w_in, w_out = candidate.weights
+            weights_in = method("reshape", w_in, 1, *example_value(w_in).shape)
+            weights_out = method("reshape", w_out, 1, *example_value(w_out).shape)
+            biases_in = None
+        routing = {"zero_goes_right": True} if zero_goes_right else {}
+        call = graph.call_function(torch.ops.fff.tree_ffn.default,
+                                   (candidate.x, weights_in, biases_in, weights_out, None, depth, activation),
+                                   routing)
+        result = method("unsqueeze", call, -2) if candidate.unit_dim else call
+    y = example_value(candidate.result)
+    _note_values(added, call, y.squeeze(-2) if candidate.unit_dim else y)
+    call.meta["fff_raised_ops"] = [op_name(n) for n in candidate.nodes]
+    candidate.result.replace_all_uses_with(result)
+    for node in reversed(candidate.nodes):
+        graph.erase_node(node)
+
+
+def _note_values(methods, call, call_value):
     """Gives the new nodes the example values later passes read (fake
-    tensors of Dynamo's mode, from the replaced call's own)."""
-    x, w_in, b_in, w_out, y = (example_value(n) for n in (candidate.x, candidate.w_in, candidate.b_in,
-                                                         candidate.w_out, candidate.result))
-    with getattr(x, "fake_mode", None) or contextlib.nullcontext():
-        rows_out = w_out.t().contiguous()
-        values = {weights_in: w_in.view(*weights_in.args[1:]), biases_in: b_in.view(*biases_in.args[1:]),
-                  transposed.args[0]: w_out.t(), transposed: rows_out,
-                  weights_out: rows_out.view(*weights_out.args[1:])}
-    values[call] = y
-    for node, value in values.items():
-        node.meta["example_value"] = value
+    tensors of Dynamo's mode): the call the replaced result's own, the
+    methods theirs on their operands' (in the order they were added)."""
+    call.meta["example_value"] = call_value
+    with getattr(call_value, "fake_mode", None) or contextlib.nullcontext():
+        for node in methods:
+            node.meta["example_value"] = getattr(_value_of(node.args[0]), node.target)(*node.args[1:])
+
+
+def _value_of(arg):
+    return example_value(arg) if isinstance(arg, torch.fx.Node) else arg

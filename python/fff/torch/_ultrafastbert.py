@@ -41,16 +41,18 @@ class MaskedTreeFFN(torch.nn.Module):
         return self.linear_out(hidden).reshape(*x.shape[:-1], self.output_width)
 
 
-def path_mask(logits, depth):
+def path_mask(logits, depth, zero_goes_right=False):
     """The 0/1 mask of each row's path through logits [B, K, N] of K trees
-    of `depth` (a logit of exactly 0 goes left), built without gradient:
-    UltraFastBERT's hard routing."""
+    of `depth` (a logit of exactly 0 goes left, or right with
+    `zero_goes_right`), built without gradient: UltraFastBERT's hard
+    routing."""
     with torch.no_grad():
         on_path = torch.zeros_like(logits)
         node = torch.zeros(*logits.shape[:2], 1, dtype=torch.int64, device=logits.device)
         for _ in range(depth + 1):
             on_path.scatter_(2, node, 1.0)
-            node = 2 * node + 1 + (logits.gather(2, node) > 0).to(torch.int64)
+            logit = logits.gather(2, node)
+            node = 2 * node + 1 + ((logit >= 0) if zero_goes_right else (logit > 0)).to(torch.int64)
     return on_path
 
 
