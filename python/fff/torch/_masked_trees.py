@@ -177,6 +177,10 @@ def _laid_out(layout, values):
     if len({v.dtype for v in values}) != 1 or x.dtype not in _TREE_DTYPES or x.dim() < 1 or \
             any(w.dim() != (1 if i == 1 and layout == "linear" else 2) for i, w in enumerate(weights)):
         return False
+    # Weights of static extents (parameters are): a symbolic batch is never
+    # compared with a tree's size, which would guard the graph on it.
+    if not all(isinstance(e, int) for w in weights for e in w.shape):
+        return False
     if layout == "linear":
         w_in, b_in, w_out = weights
         return w_in.shape[1] == x.shape[-1] and w_out.shape[1] == w_in.shape[0] and b_in.shape[0] == w_in.shape[0] \
