@@ -742,7 +742,12 @@ def test_tree_layers_under_forward_mode_transforms_raise_rather_than_give_zero_t
         jvp(lambda x: fff.torch.tree_ffn(x, *weights), (x,), (torch.randn_like(x),))
     with torch.autograd.forward_ad.dual_level():
         dual = torch.autograd.forward_ad.make_dual(x, torch.randn_like(x))
-        for run in (layer, lambda x: fff.torch.tree_ffn(x, *weights)):
+        # The layer, the op fff.torch exports, and the op below it, as
+        # torch.ops has it, with weights that need no gradient (with them,
+        # torch raises its own error); a trained norm's op as well.
+        frozen = [w.detach() if isinstance(w, torch.Tensor) else w for w in weights]
+        for run in (layer, lambda x: fff.torch.tree_ffn(x, *weights), lambda x: torch.ops.fff.tree_ffn(x, *frozen),
+                    lambda x: torch.ops.fff.layer_norm_train(x, None, None, 1, 1e-5)):
             with pytest.raises(RuntimeError, match="no forward-mode derivative"):
                 run(dual)
     torch._dynamo.reset()

@@ -45,12 +45,21 @@ class DirectOp:
 def direct_op(qualname):
     """Decorator: defines the op `qualname` ("fff::name") with the schema of
     the decorated function's annotations and the function as its kernel on
-    every device."""
+    every device. A differentiable op's kernel refuses forward-AD tangents,
+    which reach it on a direct call (torch.ops.fff.name) under
+    torch.autograd.forward_ad; torch.func.jvp unwraps them before it, and
+    DirectOp's call refuses that."""
     def define(function):
         name = qualname.split("::")[1]
         _LIBRARY.define(name + torch.library.infer_schema(function, mutates_args=()))
-        _LIBRARY.impl(name, function, "CompositeExplicitAutograd")
-        return DirectOp(qualname)
+        op = DirectOp(qualname)
+
+        def kernel(*args, **kwargs):
+            if op.differentiable:
+                _refuse_tangents(f"fff's {name}", args)
+            return function(*args, **kwargs)
+        _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
+        return op
     return define
 
 
@@ -65,11 +74,21 @@ def refuse_forward_mode(what, inputs=()):
     if torch.compiler.is_compiling():
         return
     from torch._C._functorch import TransformType, get_interpreter_stack
+
+    if any(level.key() == TransformType.Jvp for level in get_interpreter_stack() or ()):
+        raise forward_mode_refusal(what)
+    _refuse_tangents(what, inputs)
+
+
+def _refuse_tangents(what, inputs):
+    """Raises where a tensor of `inputs` (or of a list among them) carries a
+    forward-AD tangent."""
     from torch.autograd.forward_ad import unpack_dual
 
-    if (any(level.key() == TransformType.Jvp for level in get_interpreter_stack() or ())
-            or any(isinstance(t, torch.Tensor) and unpack_dual(t).tangent is not None for t in inputs)):
-        raise forward_mode_refusal(what)
+    for value in inputs:
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, torch.Tensor) and unpack_dual(t).tangent is not None:
+                raise forward_mode_refusal(what)
 
 
 def forward_mode_refusal(what):
