@@ -311,6 +311,30 @@ def test_an_add_that_broadcasts_the_tree_result_is_not_a_sublayer():
         assert relative_error(as_float64(got), as_float64(model(x, residual))) < TOLERANCE["f32"]
 
 
+def test_a_tree_whose_ties_go_right_is_not_a_sublayer():
+    """fff::tree_sublayer's tree sends a logit of 0 left: a tree op called
+    with zero_goes_right stays apart from its norm (and its routing is the
+    op's own: test/Runtime/tree-zero-goes-right.py)."""
+    pytest.importorskip("torch_mlir.fx", reason="torch-mlir is not installed")
+
+    class TiesRight(PreLNTreeBlock):
+        def forward(self, x):
+            tree = self.ffn
+            return x + fff.torch.tree_ffn(self.ln(x), tree.w_in, None, tree.w_out, tree.b_out, tree.depth, "gelu",
+                                          zero_goes_right=True)
+
+    torch.manual_seed(6)
+    model = TiesRight().eval()
+    x = torch.randn(6, 32)
+    report = fff.torch.explain(model, x, grad=False, fallback="eager", print_report=False)
+    assert "fff::tree_sublayer" not in [r.kind for r in report.regions], str(report)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend="fff")(x)
+        expected = model(x)
+        assert relative_error(as_float64(got), as_float64(expected)) < TOLERANCE["f32"]
+
+
 def test_a_norm_read_twice_is_not_a_sublayer():
     """The norm's result is returned too: the tree op and the norm's region
     stay apart, and the add goes to the fallback."""
