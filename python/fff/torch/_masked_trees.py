@@ -39,6 +39,7 @@ are."""
 
 import contextlib
 import dataclasses
+import itertools
 import math
 
 import torch
@@ -157,10 +158,9 @@ def _candidates(nodes):
             if all(isinstance(w, torch.fx.Node) and w in tensors for w in weights) and len(rows) == 1:
                 found.append((rows.pop(), weights, "linear"))
     elif not linears and len(tensors) == 3:
-        # Which input is which: the rows and two [N, width] weights.
-        for x in tensors:
-            w_in, w_out = sorted(tensors - {x}, key=lambda n: n.name)
-            found += [(x, (w_in, w_out), "rows"), (x, (w_out, w_in), "rows")]
+        # Which input is which: the rows and two [N, width] weights, in
+        # every order (their shapes rule out the others).
+        found = [(x, (w_in, w_out), "rows") for x, w_in, w_out in itertools.permutations(sorted(tensors, key=lambda n: n.name))]
     candidates = []
     for x, weights, layout in found:
         located = _extents_of(x, extents)
@@ -243,12 +243,12 @@ def _tree_values(rows, w_in, b_in, w_out, trees, depth, activation, zero_goes_ri
     return hidden.flatten(1) @ w_out.t()
 
 
-def _examples(layout, shape, width, outputs):
-    """Inputs (x, weights...) as `layout` holds them, to hold the call to
-    fff.tree_ffn's values with: random ones, and small integers, whose dot
-    products are exact and often exactly 0, where the direction of a tie
-    shows (the authors' inference code sends a logit of 0 right, their
-    training layer left)."""
+def _examples(shape, width, outputs):
+    """Weights as the masked layer's Linears hold them (x, w_in, b_in,
+    w_out), to hold the call to fff.tree_ffn's values with: random ones,
+    and small integers, whose dot products are exact and often exactly 0,
+    where the direction of a tie shows (the authors' inference code sends a
+    logit of 0 right, their training layer left)."""
     generator = torch.Generator().manual_seed(0)
     rows_width = shape[-1]
 
@@ -256,39 +256,33 @@ def _examples(layout, shape, width, outputs):
         values = torch.randint(-1, 2, extents, generator=generator).to(torch.float32)
         return values * (torch.rand(extents, generator=generator) < density)
 
-    random_rows = torch.randn(shape, generator=generator)
+    continuous = (torch.randn(shape, generator=generator),
+                  torch.randn(width, rows_width, generator=generator) / math.sqrt(rows_width),
+                  torch.randn(width, generator=generator) * 0.1, torch.randn(outputs, width, generator=generator))
     # Rows of about four nonzero entries: a logit is then exactly 0 about
     # a third of the time.
-    integer_rows = small_integers(*shape, density=min(1.0, 4 / rows_width))
-    w_out = torch.randn(outputs, width, generator=generator)
-    if layout == "rows":
-        return ((random_rows, torch.randn(width, rows_width, generator=generator) / math.sqrt(rows_width),
-                 w_out.t().contiguous()),
-                (integer_rows, small_integers(width, rows_width), w_out.t().contiguous()))
-    return ((random_rows, torch.randn(width, rows_width, generator=generator) / math.sqrt(rows_width),
-             torch.randn(width, generator=generator) * 0.1, w_out),
-            (integer_rows, small_integers(width, rows_width), small_integers(width), w_out))
+    integers = (small_integers(*shape, density=min(1.0, 4 / rows_width)), small_integers(width, rows_width),
+                small_integers(width),
+                torch.randn(outputs, width, generator=generator))
+    return continuous, integers
 
 
-def _as_linear(layout, weights):
-    """(w_in, b_in or None, w_out) of example weights, as the masked layer's
-    Linears would hold them."""
-    if layout == "rows":
-        w_in, w_out = weights
-        return w_in, None, w_out.t()
-    return weights
+def _call_inputs(layout, x, w_in, b_in, w_out):
+    """An example's tensors as the call of `layout`'s layer reads them: the
+    rows layout has no b_in, and w_out's rows are its neurons."""
+    return (x, w_in, b_in, w_out) if layout == "linear" else (x, w_in, w_out.t().contiguous())
 
 
 def _fits(function, layout, shape, width, outputs):
     """The (trees, depth, activation, zero_goes_right) for which `function`,
     the call's ops, gives fff.tree_ffn's values on x of `shape`; None if
     none does."""
-    examples = _examples(layout, shape, width, outputs)
+    examples = _examples(shape, width, outputs)
     try:
         with torch.no_grad():
             # forward itself: a GraphModule's call prints the code of an op
             # that raises.
-            given = [function.forward(*example) for example in examples]
+            given = [function.forward(*_call_inputs(layout, *example)) for example in examples]
     except Exception:  # not a function of these shapes: not the layer
         return None
     if not all(isinstance(g, torch.Tensor) and g.numel() == math.prod(shape[:-1]) * outputs for g in given):
@@ -303,10 +297,10 @@ def _fits(function, layout, shape, width, outputs):
         for activation in ACTIVATIONS:
             for zero_goes_right in (False, True):
                 if all(_close(g.reshape(-1, outputs),
-                              _tree_values(x.reshape(-1, shape[-1]).double(),
-                                           *(w if w is None else w.double() for w in _as_linear(layout, weights)),
+                              _tree_values(x.reshape(-1, shape[-1]).double(), w_in.double(),
+                                           b_in.double() if layout == "linear" else None, w_out.double(),
                                            width // nodes, depth, activation, zero_goes_right))
-                       for g, (x, *weights) in zip(given, examples)):
+                       for g, (x, w_in, b_in, w_out) in zip(given, examples)):
                     return width // nodes, depth, activation, zero_goes_right
     return None
 
