@@ -232,6 +232,60 @@ def test_requires_grad_leaves_the_forward_as_it_is(kind):
     assert torch.equal(inference, training.detach())
 
 
+class _JitteredNorm(torch.nn.Module):
+    """A norm whose result is changed in place before its next use, as
+    Switch Transformers' router multiplies it by noise in training."""
+
+    def __init__(self, kind, width=40, graph_break=False):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width) if kind == "layer_norm" else torch.nn.RMSNorm(width)
+        self.linear = torch.nn.Linear(width, 8)
+        self.graph_break = graph_break
+
+    def forward(self, x):
+        y = self.norm(x)
+        if self.graph_break:
+            torch._dynamo.graph_break()
+        y *= torch.linspace(0.5, 1.5, y.shape[-1])
+        return self.linear(y)
+
+
+@pytest.mark.parametrize("graph_break", [False, True], ids=["one-graph", "graph-break"])
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_a_trained_norm_s_result_changed_in_place_trains_as_eager(kind, graph_break):
+    """autograd refuses an in-place change of a view that a custom op's
+    Function returned: fff's ops return none."""
+    torch.manual_seed(0)
+    model = _JitteredNorm(kind, graph_break=graph_break)
+    with torch.no_grad():
+        model.norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(3, 5, 40)
+    expected = torch.autograd.grad(model(x.clone().requires_grad_()).square().sum(),
+                                   list(model.parameters()))
+    compiled, report = _compiled_with_report(model, "eager")
+    actual = torch.autograd.grad(compiled(x.clone().requires_grad_()).square().sum(), list(model.parameters()))
+    assert report.taken[kind] == 1 and report.backward_taken[f"{kind}_grad"] == 1, str(report)
+    for name, a, e in zip([n for n, _ in model.named_parameters()], actual, expected):
+        assert relative_error(a, e) < 1e-5, name
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+def test_the_trained_ops_results_are_not_views(kind):
+    torch.manual_seed(0)
+    x, weight, dy = torch.randn(2, 3, 16), torch.rand(16) + 0.5, torch.randn(2, 3, 16)
+    leaf = x.clone().requires_grad_()
+    if kind == "layer_norm":
+        results = torch.ops.fff.layer_norm_train(leaf, weight, None, 1, 1e-5)
+    else:
+        results = (torch.ops.fff.rms_norm_train(leaf, weight, 1, 1e-5),)
+    assert not any(r._is_view() for r in results)
+    y = results[0]
+    y *= 2  # raised "Output 0 of GeneratedBackwardFor_fff_..._train_default is a view" before
+    y.backward(dy)
+    expected = torch_grads(kind, x, weight, None, 1, 1e-5, 2 * dy)[1]
+    assert relative_error(leaf.grad, expected) < TOLERANCE[torch.float32]
+
+
 def test_a_norm_fff_does_not_train_stays_with_the_fallback_and_says_why():
     torch.manual_seed(0)
     norm = torch.nn.LayerNorm(16).double()

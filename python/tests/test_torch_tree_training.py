@@ -245,6 +245,30 @@ def test_compiled_gradients_equal_eager_ones():
         assert torch.allclose(e, g, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("make", [lambda: fff.torch.TreeFFN(24, 12, depth=4, trees=2),
+                                  lambda: fff.torch.LeafTreeFFN(24, 5, 12, depth=3)], ids=["tree", "leaf-tree"])
+def test_a_tree_layer_s_result_changed_in_place_trains(make):
+    """autograd refuses an in-place change of a view that a custom op's
+    Function returned: the tree ops return none, so their result may be
+    scaled in place as a model's own tensor may."""
+    torch.manual_seed(2)
+    layer = make()
+    x, scale, dy = torch.randn(3, 7, 24), torch.linspace(0.5, 1.5, 12), torch.randn(3, 7, 12)
+
+    def gradients(in_place):
+        leaf = x.clone().requires_grad_()
+        y = layer(leaf)
+        assert not y._is_view()
+        if in_place:
+            y *= scale
+        else:
+            y = y * scale
+        return torch.autograd.grad(y, [leaf, *layer.parameters()], dy, allow_unused=True)
+
+    for actual, expected in zip(gradients(in_place=True), gradients(in_place=False)):
+        assert (actual is None) == (expected is None) and (actual is None or torch.equal(actual, expected))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("bias", [True, False])
 def test_cpu_backward_runs_on_the_fff_kernel_and_matches_the_torch_op_backward(dtype, bias):

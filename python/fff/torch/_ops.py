@@ -8,7 +8,12 @@ about 60 us of a trained RMSNorm's 8-row backward call, a fifth of it.
 `direct_op` defines the op in fff's torch.library fragment instead, from
 the function's annotations as custom_op does, with the function itself as
 the kernel of every device. The function must then keep what custom_op
-checks: its results are new tensors, never its inputs or views of them."""
+checks: its results are new tensors, never its inputs or views of them.
+It may return views of tensors it made itself (rows reshaped to the
+input's shape, say): the kernel detaches them, since autograd forbids
+changing in place a view that a custom Function returned, and a model may
+change a norm's result in place (Switch Transformers' router multiplies it
+by jitter noise)."""
 
 import torch
 
@@ -57,10 +62,17 @@ def direct_op(qualname):
         def kernel(*args, **kwargs):
             if op.differentiable:
                 _refuse_tangents(f"fff's {name}", args)
-            return function(*args, **kwargs)
+            results = function(*args, **kwargs)
+            return tuple(map(_detached, results)) if isinstance(results, tuple) else _detached(results)
         _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
         return op
     return define
+
+
+def _detached(result):
+    """A result that no autograd view relation ties to the tensor it was
+    made from: the same memory, at no copy."""
+    return result.detach() if isinstance(result, torch.Tensor) and result._is_view() else result
 
 
 def refuse_forward_mode(what, inputs=()):
