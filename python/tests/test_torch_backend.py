@@ -756,6 +756,48 @@ def test_tree_layers_under_forward_mode_transforms_raise_rather_than_give_zero_t
         assert torch.equal(fff.torch.tree_ffn(x, *weights), layer(x))
 
 
+def _direct_op_calls():
+    """Each differentiable op of fff as torch.ops has it, called directly,
+    as a function of one tensor argument, with that argument."""
+    torch.manual_seed(0)
+    x, residual = torch.randn(4, 16), torch.randn(4, 8)
+    tree = [torch.randn(2, 7, 16), torch.randn(2, 7), torch.randn(2, 7, 8), torch.randn(8)]
+    leaf = [torch.randn(3, 16), torch.randn(3), torch.randn(4, 16, 5), torch.randn(4, 5), torch.randn(4, 5, 8),
+            torch.randn(4, 8)]
+    ops = torch.ops.fff
+    return {
+        "layer_norm_train": (lambda x: ops.layer_norm_train(x, None, None, 1, 1e-5)[0], x),
+        "rms_norm_train": (lambda x: ops.rms_norm_train(x, torch.ones(16), 1, 1e-5), x),
+        "tree_ffn x": (lambda x: ops.tree_ffn(x, *tree, 2, "gelu"), x),
+        "tree_ffn w_out": (lambda w: ops.tree_ffn(x, *tree[:2], w, tree[3], 2, "gelu"), tree[2]),
+        "leaf_tree_ffn": (lambda x: ops.leaf_tree_ffn(x, *leaf, 2, "relu"), x),
+        "tree_sublayer weights": (lambda w: ops.tree_sublayer(x, residual, "rms_norm", None, None, 1e-5, "tree_ffn",
+                                                              [*tree[:2], w, tree[3]], 2, "gelu"), tree[2]),
+    }
+
+
+@pytest.mark.parametrize("op", list(_direct_op_calls()))
+def test_direct_calls_of_differentiable_ops_refuse_forward_mode_tangents(op):
+    """torch runs a custom op as if it had no forward-mode derivative:
+    torch.func.jvp and jacfwd of a direct torch.ops.fff call gave zero
+    tangents with no error, torch.autograd.forward_ad none. Each raises;
+    reverse mode and plain calls run."""
+    from torch.func import jacfwd, jvp
+
+    function, argument = _direct_op_calls()[op]
+    with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+        jvp(function, (argument,), (torch.randn_like(argument),))
+    with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+        jacfwd(function)(argument)
+    with torch.autograd.forward_ad.dual_level():
+        with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+            function(torch.autograd.forward_ad.make_dual(argument, torch.randn_like(argument)))
+    leaf = argument.clone().requires_grad_()
+    function(leaf).sum().backward()
+    assert leaf.grad is not None and leaf.grad.abs().sum() > 0
+    assert torch.equal(function(argument), function(argument.clone()))
+
+
 def _centered(x):
     return x - x.mean(-1, keepdim=True)
 

@@ -25,8 +25,8 @@ class DirectOp:
 
     def __init__(self, qualname):
         self.qualname = qualname
-        namespace, name = qualname.split("::")
-        self.overload = getattr(getattr(torch.ops, namespace), name).default
+        namespace, self.name = qualname.split("::")
+        self.overload = getattr(getattr(torch.ops, namespace), self.name).default
         self.differentiable = False
 
     def register_fake(self, fake):
@@ -37,35 +37,44 @@ class DirectOp:
 
     def register_autograd(self, backward, setup_context=None):
         """The op's gradient, as custom_op's register_autograd takes it. An
-        op without one is a gradient itself: it is never differentiated."""
-        torch.library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=_LIBRARY)
+        op without one is a gradient itself: it is never differentiated.
+
+        torch would run the op as if it had no forward-mode derivative: under
+        torch.func.jvp (jacfwd, hessian) its tangents came out zero, under
+        torch.autograd.forward_ad none, with no error. The op's autograd
+        kernel, where both transforms' tangents are still on its inputs,
+        refuses them before it runs the kernel torch.library's
+        register_autograd would have registered."""
+        from torch._library.autograd import Info, make_autograd_impl
+
+        differentiate = make_autograd_impl(self.overload, Info(backward, setup_context))
+        what = f"fff's {self.name}"
+
+        def autograd_kernel(keyset, *args, **kwargs):
+            _refuse_tangents(what, args)
+            return differentiate(keyset, *args, **kwargs)
+        _LIBRARY.impl(self.name, autograd_kernel, "Autograd", with_keyset=True)
         self.differentiable = True
 
     def __call__(self, *args, **kwargs):
         if self.differentiable:
-            refuse_forward_mode(f"fff's {self.qualname.split('::')[1]}", args)
+            refuse_forward_mode(f"fff's {self.name}", args)
         return self.overload(*args, **kwargs)
 
 
 def direct_op(qualname):
     """Decorator: defines the op `qualname` ("fff::name") with the schema of
     the decorated function's annotations and the function as its kernel on
-    every device. A differentiable op's kernel refuses forward-AD tangents,
-    which reach it on a direct call (torch.ops.fff.name) under
-    torch.autograd.forward_ad; torch.func.jvp unwraps them before it, and
-    DirectOp's call refuses that."""
+    every device."""
     def define(function):
         name = qualname.split("::")[1]
         _LIBRARY.define(name + torch.library.infer_schema(function, mutates_args=()))
-        op = DirectOp(qualname)
 
         def kernel(*args, **kwargs):
-            if op.differentiable:
-                _refuse_tangents(f"fff's {name}", args)
             results = function(*args, **kwargs)
             return tuple(map(_detached, results)) if isinstance(results, tuple) else _detached(results)
         _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
-        return op
+        return DirectOp(qualname)
     return define
 
 
