@@ -76,11 +76,20 @@ def check_shape(where, shape, spec):
         raise FFFError(f"{where} has shape {list(shape)} but the function takes {text}")
 
 
+def check_dense(where, value):
+    """Raises where a torch tensor `value` is not a dense one (sparse,
+    MKL-DNN): it has no buffer of its elements to pass."""
+    if is_torch(value) and value.layout != _torch().strided:
+        raise FFFError(f"{where} is a {value.layout} tensor; fff takes dense (torch.strided) tensors: "
+                       f"convert it with .to_dense()")
+
+
 def host_argument(where, value, spec):
     """(descriptor, keep-alive) for a CPU argument: a contiguous numpy array
     or CPU torch tensor is passed as it is; anything else is converted, and
     a non-contiguous or misaligned one copied, first."""
     element = spec["element"]
+    check_dense(where, value)
     if is_torch(value):
         if value.device.type != "cpu":
             raise FFFError(f"{where} is on {value.device}; this executable runs on the CPU")
@@ -149,6 +158,7 @@ def host_result(descriptor, spec, inputs, owners, as_torch):
 def cuda_argument(where, value, spec):
     """(descriptor, keep-alive) for a GPU argument: anything with a
     `__cuda_array_interface__`, such as a torch CUDA tensor."""
+    check_dense(where, value)
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is None:
         raise FFFError(f"{where} is not a CUDA array (torch CUDA tensor or "

@@ -397,6 +397,18 @@ def test_bad_arguments(args, message):
     assert str(error.value) == message
 
 
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr", "mkldnn"])
+def test_tensors_without_a_dense_buffer_are_one_line_errors(layout):
+    torch = pytest.importorskip("torch")
+    exe = fff.compile(norms_module("f32", 16))
+    dense = torch.randn(2, 16)
+    x = {"sparse_coo": dense.to_sparse, "sparse_csr": dense.to_sparse_csr, "mkldnn": dense.to_mkldnn}[layout]()
+    with pytest.raises(fff.FFFError) as error:
+        exe.rms_norm(x, torch.ones(16))
+    assert str(error.value) == (f"@rms_norm argument #0 is a {x.layout} tensor; fff takes dense (torch.strided) "
+                                "tensors: convert it with .to_dense()")
+
+
 def test_extents_that_contradict_each_other_are_checked_by_the_compiled_code():
     exe = fff.compile(norms_module("bf16"))
     x, g = np.zeros((2, 8), np.uint16), np.zeros(3, np.uint16)

@@ -104,6 +104,9 @@ def test_bad_buffers_are_errors_before_any_launch(rng):
         exe.rms_norm(EmulatedArray(x), EmulatedArray(g))
     with pytest.raises(fff.FFFError, match="argument #1 is not a CUDA array"):
         exe.rms_norm(EmulatedArray(x), g, out=y)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(fff.FFFError, match=r"argument #0 is a torch.sparse_coo tensor; fff takes dense"):
+        exe.rms_norm(torch.ones(4, 768, dtype=torch.bfloat16).to_sparse(), EmulatedArray(g), out=y)
 
 
 def test_a_unit_the_fused_kernel_cannot_take_runs_as_separate_kernels(rng):
