@@ -154,7 +154,6 @@ MODELS = {
 }
 
 BATCHES = (2, 3)
-PLAIN = {"on": False}
 
 
 def build(name):
@@ -176,17 +175,10 @@ def build(name):
     return model
 
 
-def compiled_with(model, report, fallback="inductor"):
-    torch._dynamo.reset()
-    if PLAIN["on"]:
-        return torch.compile(model, backend=fallback)
-    return torch.compile(model, backend=lambda gm, ex: fff.torch.backend(gm, ex, report=report, fallback=fallback))
-
-
 def run_forward(name):
     model = build(name).eval()
     report = fff.torch.Report()
-    compiled = compiled_with(model, report)
+    compiled = wide_runs.compiled_with(model, report)
     with torch.no_grad():
         for i, batch in enumerate(BATCHES):
             args = MODELS[name][2](batch, i)
@@ -200,7 +192,7 @@ def run_training(name):
     model = build(name).train()
     reference = copy.deepcopy(model)
     report = fff.torch.Report()
-    compiled = compiled_with(model, report)
+    compiled = wide_runs.compiled_with(model, report)
     args = MODELS[name][2](BATCHES[0], 5)
     # Float inputs of rank 2 and more get gradients (not timesteps).
     leaves = [k for k, v in args.items() if isinstance(v, torch.Tensor) and v.is_floating_point() and v.dim() > 1]
@@ -242,7 +234,7 @@ def eager_runs(name):
 
 def main(argv):
     scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
-    PLAIN["on"] = wide_runs.take_flag(argv, "--plain")
+    wide_runs.take_plain(argv)
     return wide_runs.run_all(argv or list(MODELS), scenarios, eager_runs, lambda name, what: SCENARIOS[what](name),
                              corpus.report_line, width=10)
 

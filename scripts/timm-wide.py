@@ -119,7 +119,6 @@ MODELS = {
 }
 
 BATCHES = (2, 3)
-PLAIN = {"on": False}
 
 
 def build(name):
@@ -143,17 +142,10 @@ def image(name, batch, seed):
     return torch.randn(batch, 3, side, side, generator=torch.Generator().manual_seed(seed))
 
 
-def compiled_with(model, report, fallback="inductor"):
-    torch._dynamo.reset()
-    if PLAIN["on"]:
-        return torch.compile(model, backend=fallback)
-    return torch.compile(model, backend=lambda gm, ex: fff.torch.backend(gm, ex, report=report, fallback=fallback))
-
-
 def run_forward(name):
     model = build(name).eval()
     report = fff.torch.Report()
-    compiled = compiled_with(model, report)
+    compiled = wide_runs.compiled_with(model, report)
     with torch.no_grad():
         for i, batch in enumerate(BATCHES):
             x = image(name, batch, seed=i)
@@ -167,7 +159,7 @@ def run_training(name):
     model = build(name).train()
     reference = copy.deepcopy(model)
     report = fff.torch.Report()
-    compiled = compiled_with(model, report)
+    compiled = wide_runs.compiled_with(model, report)
     for i, batch in enumerate(BATCHES):
         args = {"x": image(name, batch, seed=5 + i)}
         actual, expected = (corpus.step_gradients(run, module, args, True)
@@ -191,7 +183,7 @@ def eager_runs(name):
 
 def main(argv):
     scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
-    PLAIN["on"] = wide_runs.take_flag(argv, "--plain")
+    wide_runs.take_plain(argv)
     return wide_runs.run_all(argv or list(MODELS), scenarios, eager_runs, lambda name, what: SCENARIOS[what](name),
                              corpus.report_line, width=32)
 

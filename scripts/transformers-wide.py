@@ -290,16 +290,8 @@ def eager_ok(model_type, kwargs, kind):
         model(**args)
 
 
-# --plain: the fallback alone, without fff.
-PLAIN = {"on": False}
-
-
 def compiled_with(model, report, fallback="inductor"):
-    torch._dynamo.reset()
-    if PLAIN["on"]:
-        return torch.compile(model, backend=fallback)
-    return torch.compile(model, backend=lambda gm, ex: fff.torch.backend(gm, ex, report=report, fallback=fallback,
-                                                                        **corpus.OPTIONS))
+    return wide_runs.compiled_with(model, report, fallback, **corpus.OPTIONS)
 
 
 def run_grad_enabled_forward(model_type, kwargs, kind):
@@ -461,7 +453,7 @@ def _run(name, what):
 
 def main(argv):
     scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
-    PLAIN["on"] = wide_runs.take_flag(argv, "--plain")
+    wide_runs.take_plain(argv)
     if wide_runs.take_flag(argv, "--emulate-cuda"):
         corpus.OPTIONS["emulate_cuda"] = True
     if wide_runs.take_flag(argv, "--corpus"):  # the corpus's families, in this script's scenarios

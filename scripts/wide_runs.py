@@ -1,11 +1,35 @@
-"""What scripts/transformers-wide.py and scripts/timm-wide.py share: their
-command line's --scenario and --plain, and the loop that runs each model's
-scenarios against eager, prints one line per run and sums up the
-failures. Each script keeps its models, scenarios and checks."""
+"""What scripts/transformers-wide.py, timm-wide.py and diffusers-wide.py
+share: their command line's --scenario and --plain, how they compile a
+model, and the loop that runs each model's scenarios against eager,
+prints one line per run and sums up the failures. Each script keeps its
+models, scenarios and checks."""
 
 import sys
 import time
 import traceback
+
+
+# --plain: the fallback alone, without fff.
+PLAIN = {"on": False}
+
+
+def take_plain(argv):
+    """Sets PLAIN from `argv`'s --plain, which `argv` loses."""
+    PLAIN["on"] = take_flag(argv, "--plain")
+
+
+def compiled_with(model, report, fallback="inductor", **options):
+    """`model` under torch.compile with fff's backend and `fallback`, its
+    report in `report` and `options` its further options; under --plain,
+    with the fallback alone."""
+    import torch
+    import fff.torch
+
+    torch._dynamo.reset()
+    if PLAIN["on"]:
+        return torch.compile(model, backend=fallback)
+    return torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report,
+                                                                             fallback=fallback, **options))
 
 
 def take_flag(argv, flag):
