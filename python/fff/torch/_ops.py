@@ -72,7 +72,9 @@ def direct_op(qualname):
 
         def kernel(*args, **kwargs):
             results = function(*args, **kwargs)
-            return tuple(map(_detached, results)) if isinstance(results, tuple) else _detached(results)
+            if isinstance(results, (tuple, list)):
+                return type(results)(map(_detached, results))
+            return _detached(results)
         _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
         return DirectOp(qualname)
     return define
