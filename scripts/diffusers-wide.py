@@ -148,8 +148,8 @@ MODELS = {
              lambda batch, seed: {"sample": _randn(seed, batch, 4, 16, 16), "timestep": torch.tensor(10),
                                   "encoder_hidden_states": _randn(seed + 1, batch, 5, 32)}),
     "vae": ("AutoencoderKL", dict(in_channels=3, out_channels=3, block_out_channels=(16, 32), latent_channels=4,
-                                  down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
-                                  norm_num_groups=8, layers_per_block=1),
+                                  down_block_types=("DownEncoderBlock2D",) * 2,
+                                  up_block_types=("UpDecoderBlock2D",) * 2, norm_num_groups=8, layers_per_block=1),
             lambda batch, seed: {"sample": _randn(seed, batch, 3, 16, 16)}),
 }
 
