@@ -44,17 +44,23 @@ class DirectOp:
         torch.autograd.forward_ad none, with no error. The op's autograd
         kernel, where both transforms' tangents are still on its inputs,
         refuses them before it runs the kernel torch.library's
-        register_autograd would have registered."""
-        from torch._library.autograd import Info, make_autograd_impl
+        register_autograd would have registered. That kernel's maker is
+        torch's own, not public: a torch without it gets the public
+        registration, and direct calls go unchecked under forward mode."""
+        self.differentiable = True
+        try:
+            from torch._library.autograd import Info, make_autograd_impl
 
-        differentiate = make_autograd_impl(self.overload, Info(backward, setup_context))
+            differentiate = make_autograd_impl(self.overload, Info(backward, setup_context))
+        except (ImportError, AttributeError, TypeError):
+            torch.library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=_LIBRARY)
+            return
         what = f"fff's {self.name}"
 
         def autograd_kernel(keyset, *args, **kwargs):
             _refuse_tangents(what, args)
             return differentiate(keyset, *args, **kwargs)
         _LIBRARY.impl(self.name, autograd_kernel, "Autograd", with_keyset=True)
-        self.differentiable = True
 
     def __call__(self, *args, **kwargs):
         if self.differentiable:
