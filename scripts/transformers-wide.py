@@ -174,6 +174,10 @@ FAMILIES = {
     "mt5": ("mt5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=128), "seq2seq"),
     "umt5": ("umt5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=128), "seq2seq"),
     "longt5": ("longt5", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16, vocab_size=128), "seq2seq"),
+    # No router jitter: its noise, drawn anew on each run, would differ
+    # from eager's. The jitter multiplies a norm's result in place, which
+    # crashed fff's training step once (test_torch_training.py's
+    # test_a_trained_norm_s_result_changed_in_place_trains_as_eager).
     "switch_transformers": ("switch_transformers", dict(d_model=64, d_ff=128, num_layers=2, num_heads=4, d_kv=16,
                                                         vocab_size=128, num_experts=2, expert_capacity=8,
                                                         num_sparse_encoder_layers=1, num_sparse_decoder_layers=1,
