@@ -38,19 +38,13 @@ sets that dropout to 0. GroupNorm (UNet, VAE) stays with the fallback.
 """
 
 import copy
-import importlib.util
-import os
 import sys
 
 import diffusers
 import torch
 import wide_runs
 
-_CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
-                       "transformers-corpus.py")
-_spec = importlib.util.spec_from_file_location("corpus", _CORPUS)
-corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpus)
+corpus = wide_runs.load_corpus()
 import fff.torch  # noqa: E402
 
 TEXT = dict(cross_attention_dim=32, caption_channels=32)
@@ -198,13 +192,7 @@ def run_training(name):
     leaves = [k for k, v in args.items() if isinstance(v, torch.Tensor) and v.is_floating_point() and v.dim() > 1]
     actual, expected = ({**_input_gradients(run, module, args, leaves), **_parameter_gradients(module)}
                         for run, module in ((compiled, model), (reference, reference)))
-    if actual.keys() != expected.keys():
-        return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
-    for path, e in expected.items():
-        error = corpus.gradient_error(actual[path], e)
-        if not error <= 1e-4:
-            return report, f"the gradient of {path} is off by {error:.2g} (relative)"
-    return report, None
+    return report, wide_runs.gradients_differ(actual, expected)
 
 
 def _input_gradients(run, module, args, leaves):

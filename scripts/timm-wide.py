@@ -37,19 +37,13 @@ stay with the fallback.
 """
 
 import copy
-import importlib.util
-import os
 import sys
 
 import timm
 import torch
 import wide_runs
 
-_CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
-                       "transformers-corpus.py")
-_spec = importlib.util.spec_from_file_location("corpus", _CORPUS)
-corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpus)
+corpus = wide_runs.load_corpus()
 import fff.torch  # noqa: E402
 
 SMALL = dict(img_size=64)  # a ViT-style model at 64x64: 16 patches of 16
@@ -164,12 +158,9 @@ def run_training(name):
         args = {"x": image(name, batch, seed=5 + i)}
         actual, expected = (corpus.step_gradients(run, module, args, True)
                             for run, module in ((compiled, model), (reference, reference)))
-        if actual.keys() != expected.keys():
-            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
-        for path, e in expected.items():
-            error = corpus.gradient_error(actual[path], e)
-            if not error <= 1e-4:
-                return report, f"batch {batch}: the gradient of {path} is off by {error:.2g} (relative)"
+        wrong = wide_runs.gradients_differ(actual, expected, f"batch {batch}: ")
+        if wrong:
+            return report, wrong
     return report, None
 
 

@@ -78,19 +78,13 @@ experts), as far off under --plain.
 """
 
 import copy
-import importlib.util
-import os
 import sys
 
 import torch
 import transformers
 import wide_runs
 
-_CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
-                       "transformers-corpus.py")
-_spec = importlib.util.spec_from_file_location("corpus", _CORPUS)
-corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpus)
+corpus = wide_runs.load_corpus()
 import fff.torch  # noqa: E402
 
 corpus.TOLERANCE[torch.float16] = 1e-2
@@ -325,13 +319,10 @@ def run_training(model_type, kwargs, kind, fallback="inductor", dtype=torch.floa
         input_grads = kind != "audio"  # wav2vec2-style models set requires_grad themselves
         actual, expected = (corpus.step_gradients(run, module, args, input_grads)
                             for run, module in ((compiled, model), (reference, reference)))
-        if actual.keys() != expected.keys():
-            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
-        tol = corpus.TOLERANCE[dtype] if dtype != torch.float32 else 1e-4
-        for path, e in expected.items():
-            error = corpus.gradient_error(actual[path], e)
-            if not error <= tol:
-                return report, f"shape {list(shape)}: the gradient of {path} is off by {error:.2g} (relative)"
+        tolerance = corpus.TOLERANCE[dtype] if dtype != torch.float32 else 1e-4
+        wrong = wide_runs.gradients_differ(actual, expected, f"shape {list(shape)}: ", tolerance)
+        if wrong:
+            return report, wrong
     return report, None
 
 
@@ -356,12 +347,9 @@ def run_training_autocast(model_type, kwargs, kind, dtype=torch.bfloat16):
         input_grads = kind != "audio"
         actual, expected = (corpus.step_gradients(autocast(run), module, args, input_grads)
                             for run, module in ((compiled, model), (reference, reference)))
-        if actual.keys() != expected.keys():
-            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
-        for path, e in expected.items():
-            error = corpus.gradient_error(actual[path], e)
-            if not error <= corpus.TOLERANCE[dtype]:
-                return report, f"shape {list(shape)}: the gradient of {path} is off by {error:.2g} (relative)"
+        wrong = wide_runs.gradients_differ(actual, expected, f"shape {list(shape)}: ", corpus.TOLERANCE[dtype])
+        if wrong:
+            return report, wrong
     return report, None
 
 
@@ -396,13 +384,9 @@ def run_training_with_dropout(model_type, kwargs, kind):
         for run, module in ((compiled, model), (plain, reference)):
             torch.manual_seed(100 + i)
             grads.append(corpus.step_gradients(run, module, args, input_grads))
-        actual, expected = grads
-        if actual.keys() != expected.keys():
-            return report, f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
-        for path, e in expected.items():
-            error = corpus.gradient_error(actual[path], e)
-            if not error <= 1e-4:
-                return report, f"shape {list(shape)}: the gradient of {path} is off by {error:.2g} (relative)"
+        wrong = wide_runs.gradients_differ(*grads, f"shape {list(shape)}: ")
+        if wrong:
+            return report, wrong
     return report, None
 
 

@@ -1,12 +1,41 @@
 """What scripts/transformers-wide.py, timm-wide.py and diffusers-wide.py
-share: their command line's --scenario and --plain, how they compile a
-model, and the loop that runs each model's scenarios against eager,
+share: the transformers corpus's helpers and tolerances, their command
+line's --scenario and --plain, how they compile a model and compare
+gradients, and the loop that runs each model's scenarios against eager,
 prints one line per run and sums up the failures. Each script keeps its
 models, scenarios and checks."""
 
+import functools
+import importlib.util
+import os
 import sys
 import time
 import traceback
+
+
+@functools.cache
+def load_corpus():
+    """test/Frontends/transformers-corpus.py as a module: its compare,
+    gradient_error, step_gradients, tolerances and inputs."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Frontends",
+                        "transformers-corpus.py")
+    spec = importlib.util.spec_from_file_location("corpus", path)
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    return corpus
+
+
+def gradients_differ(actual, expected, where="", tolerance=1e-4):
+    """Why the gradients `actual` (by name) are not `expected`'s, each
+    within `tolerance` of it (the corpus's gradient_error); None where they
+    are. `where` ("shape [2, 8]: ", say) starts a gradient's miss."""
+    if actual.keys() != expected.keys():
+        return f"gradients of {sorted(set(actual) ^ set(expected))} differ in presence"
+    for path, e in expected.items():
+        error = load_corpus().gradient_error(actual[path], e)
+        if not error <= tolerance:
+            return f"{where}the gradient of {path} is off by {error:.2g} (relative)"
+    return None
 
 
 # --plain: the fallback alone, without fff.
