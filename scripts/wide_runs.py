@@ -1,7 +1,7 @@
-"""What scripts/transformers-wide.py, timm-wide.py and diffusers-wide.py
-share: the transformers corpus's helpers and tolerances, their command
-line's --scenario and --plain, how they compile a model and compare
-gradients, and the loop that runs each model's scenarios against eager,
+"""What scripts/transformers-wide.py, timm-wide.py, diffusers-wide.py and
+domains-wide.py share: the transformers corpus's helpers and tolerances,
+their command line's --scenario and --plain, how they compile a model and
+compare gradients, and the loop that runs each model's scenarios against eager,
 prints one line per run and sums up the failures. Each script keeps its
 models, scenarios and checks."""
 
