@@ -301,6 +301,40 @@ def test_a_norm_fff_does_not_train_stays_with_the_fallback_and_says_why():
     assert relative_error(x.grad, reference.grad) < 1e-12
 
 
+class NormsOfExtentsReadOffTheInput(torch.nn.Module):
+    """Norms whose normalized_shape is read off their input (x.shape[-1:]),
+    one before a tree layer: under dynamic=True the shape is a node of the
+    graph, not ints."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(width))
+        self.bias = torch.nn.Parameter(0.1 * torch.randn(width))
+        self.tree = fff.torch.TreeFFN(width, width, depth=2)
+
+    def forward(self, x):
+        h = torch.nn.functional.layer_norm(x, x.shape[-1:], self.weight, self.bias)
+        h = torch.nn.functional.rms_norm(h, (h.shape[-1],), self.weight) * 2
+        return h + self.tree(torch.nn.functional.layer_norm(h, h.shape[-1:]))
+
+
+def test_norms_of_extents_read_off_a_dynamic_input_run_as_eager():
+    """fff's passes raised TypeError ('Node' object is not iterable) on such
+    a shape; they now leave its norms to the fallback."""
+    torch.manual_seed(0)
+    model = NormsOfExtentsReadOffTheInput(16)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fff", dynamic=True)
+    for shape in ((3, 5, 16), (4, 7, 16)):
+        x, dy = torch.randn(shape), torch.randn(shape)
+        with torch.no_grad():
+            assert relative_error(compiled(x), model(x)) < TOLERANCE[torch.float32]
+        x.requires_grad_()
+        grads = [torch.autograd.grad(run(x), [x, *model.parameters()], dy) for run in (compiled, model)]
+        for actual, expected in zip(*grads):
+            assert relative_error(actual, expected) < TOLERANCE[torch.float32]
+
+
 def test_explain_backward_needs_grad():
     with pytest.raises(ValueError, match="needs grad"):
         fff.torch.explain(torch.nn.LayerNorm(4), torch.randn(2, 4), backward=True, grad=False)

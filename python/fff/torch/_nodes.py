@@ -63,6 +63,18 @@ def custom_op_arguments(node):
     return bound_arguments(node, signature)
 
 
+def static_extents(normalized_shape):
+    """A norm call's `normalized_shape` argument as a tuple of ints; None
+    where any extent is dynamic: the argument a node (`x.shape[-1:]` under
+    dynamic shapes), or an extent a node or a SymInt."""
+    if isinstance(normalized_shape, int) and not isinstance(normalized_shape, bool):
+        return (normalized_shape,)
+    if isinstance(normalized_shape, (tuple, list, torch.Size)) and \
+            all(isinstance(e, int) and not isinstance(e, bool) for e in normalized_shape):
+        return tuple(normalized_shape)
+    return None
+
+
 def is_fff_call(node):
     return node.op == "call_function" and _overload(node.target) in FFF_CALLS
 

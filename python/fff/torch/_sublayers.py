@@ -8,7 +8,7 @@ import operator
 import torch
 
 from ._nodes import (FLOATS as _FLOATS, REGION_OP, TREE_OPS, bound_arguments, custom_op_arguments,
-                     example_value as _value, op_name, writes_unseen)
+                     example_value as _value, op_name, static_extents, writes_unseen)
 from ._regions import exact_norm
 
 
@@ -56,7 +56,7 @@ def _norm_arguments(norm, x):
     kind = _SUBLAYER_NORMS.get(norm.target)
     arguments = bound_arguments(norm, _NORM_SIGNATURES[kind]) if kind else None
     if arguments is None or not isinstance(x, torch.Tensor) or x.dtype not in _FLOATS or \
-            tuple(arguments["normalized_shape"]) != (x.shape[-1],):
+            static_extents(arguments["normalized_shape"]) != (x.shape[-1],):
         return None
     eps = arguments["eps"]
     if eps is None:

@@ -8,7 +8,7 @@ import operator
 import torch
 
 from ._devices import CPU
-from ._nodes import FLOATS, bound_arguments, example_value
+from ._nodes import FLOATS, bound_arguments, example_value, static_extents
 from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS
 from ._training import Unsupported, executable, parameter_dtype, train_op
 
@@ -101,10 +101,9 @@ def _explicit_norm(node):
     if arguments is None or not isinstance(arguments["input"], torch.fx.Node):
         return None
     x = example_value(arguments["input"])
-    shape = arguments["normalized_shape"]
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = static_extents(arguments["normalized_shape"])
     if not isinstance(x, torch.Tensor) or x.dtype not in FLOATS or not shape or len(shape) > x.dim() or \
-            not _static(shape) or tuple(x.shape[x.dim() - len(shape):]) != shape:
+            tuple(x.shape[x.dim() - len(shape):]) != shape:
         return None
     eps = arguments["eps"]
     if eps is None:
