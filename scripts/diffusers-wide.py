@@ -170,16 +170,7 @@ def build(name):
 
 
 def run_forward(name):
-    model = build(name).eval()
-    report = fff.torch.Report()
-    compiled = wide_runs.compiled_with(model, report)
-    with torch.no_grad():
-        for i, batch in enumerate(BATCHES):
-            args = MODELS[name][2](batch, i)
-            wrong = corpus.compare(compiled(**args), model(**args), torch.float32)
-            if wrong:
-                return report, f"batch {batch}: {wrong}"
-    return report, None
+    return wide_runs.forward_differs(build(name), BATCHES, MODELS[name][2])
 
 
 def run_training(name):

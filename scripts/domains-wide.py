@@ -42,7 +42,6 @@ removes them (wav2vec2's key bias, HuBERT's first convolution's, before
 GroupNorm, Conformer's convolution's, before BatchNorm).
 """
 
-import copy
 import sys
 
 import torch
@@ -52,7 +51,6 @@ import wide_runs
 from torchvision.models import convnext, swin_transformer, video
 
 corpus = wide_runs.load_corpus()
-import fff.torch  # noqa: E402
 
 
 def image(batch, generator, side=32, frames=None):
@@ -179,31 +177,11 @@ def inputs(name, batch, seed):
 
 
 def run_forward(name):
-    model = build(name).eval()
-    report = fff.torch.Report()
-    compiled = wide_runs.compiled_with(model, report)
-    with torch.no_grad():
-        for i, batch in enumerate(MODELS[name][2]):
-            args = inputs(name, batch, seed=i)
-            wrong = corpus.compare(compiled(**args), model(**args), torch.float32)
-            if wrong:
-                return report, f"batch {batch}: {wrong}"
-    return report, None
+    return wide_runs.forward_differs(build(name), MODELS[name][2], lambda batch, seed: inputs(name, batch, seed))
 
 
 def run_training(name):
-    model = build(name).train()
-    reference = copy.deepcopy(model)
-    report = fff.torch.Report()
-    compiled = wide_runs.compiled_with(model, report)
-    for i, batch in enumerate(MODELS[name][2]):
-        args = inputs(name, batch, seed=5 + i)
-        actual, expected = (corpus.step_gradients(run, module, args, True)
-                            for run, module in ((compiled, model), (reference, reference)))
-        wrong = wide_runs.gradients_differ(actual, expected, f"batch {batch}: ")
-        if wrong:
-            return report, wrong
-    return report, None
+    return wide_runs.training_differs(build(name), MODELS[name][2], lambda batch, seed: inputs(name, batch, seed))
 
 
 SCENARIOS = {"infer": run_forward, "train-ind": run_training}

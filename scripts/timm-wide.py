@@ -36,7 +36,6 @@ dim 1 (RmsNorm2d, channels-first LayerNorm), GroupNorm, GRN and EvoNorm
 stay with the fallback.
 """
 
-import copy
 import sys
 
 import timm
@@ -44,7 +43,6 @@ import torch
 import wide_runs
 
 corpus = wide_runs.load_corpus()
-import fff.torch  # noqa: E402
 
 SMALL = dict(img_size=64)  # a ViT-style model at 64x64: 16 patches of 16
 
@@ -137,31 +135,11 @@ def image(name, batch, seed):
 
 
 def run_forward(name):
-    model = build(name).eval()
-    report = fff.torch.Report()
-    compiled = wide_runs.compiled_with(model, report)
-    with torch.no_grad():
-        for i, batch in enumerate(BATCHES):
-            x = image(name, batch, seed=i)
-            wrong = corpus.compare(compiled(x), model(x), torch.float32)
-            if wrong:
-                return report, f"batch {batch}: {wrong}"
-    return report, None
+    return wide_runs.forward_differs(build(name), BATCHES, lambda batch, seed: {"x": image(name, batch, seed)})
 
 
 def run_training(name):
-    model = build(name).train()
-    reference = copy.deepcopy(model)
-    report = fff.torch.Report()
-    compiled = wide_runs.compiled_with(model, report)
-    for i, batch in enumerate(BATCHES):
-        args = {"x": image(name, batch, seed=5 + i)}
-        actual, expected = (corpus.step_gradients(run, module, args, True)
-                            for run, module in ((compiled, model), (reference, reference)))
-        wrong = wide_runs.gradients_differ(actual, expected, f"batch {batch}: ")
-        if wrong:
-            return report, wrong
-    return report, None
+    return wide_runs.training_differs(build(name), BATCHES, lambda batch, seed: {"x": image(name, batch, seed)})
 
 
 SCENARIOS = {"infer": run_forward, "train-ind": run_training}

@@ -1,7 +1,7 @@
 """What scripts/transformers-wide.py, timm-wide.py, diffusers-wide.py and
 domains-wide.py share: the transformers corpus's helpers and tolerances,
-their command line's --scenario and --plain, how they compile a model and
-compare gradients, and the loop that runs each model's scenarios against eager,
+their command line's --scenario and --plain, how they compile a model,
+run it against eager and compare gradients, and the loop that runs each model's scenarios against eager,
 prints one line per run and sums up the failures. Each script keeps its
 models, scenarios and checks."""
 
@@ -59,6 +59,48 @@ def compiled_with(model, report, fallback="inductor", **options):
         return torch.compile(model, backend=fallback)
     return torch.compile(model, backend=lambda gm, example: fff.torch.backend(gm, example, report=report,
                                                                              fallback=fallback, **options))
+
+
+def forward_differs(model, batches, inputs):
+    """(report, why) of `model` in eval and no_grad, compiled against
+    eager at each of `batches`: inputs(batch, i) gives the i-th batch's
+    keyword inputs; `why` is None where every output agrees (f32)."""
+    import torch
+    import fff.torch
+
+    model = model.eval()
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report)
+    with torch.no_grad():
+        for i, batch in enumerate(batches):
+            args = inputs(batch, i)
+            wrong = load_corpus().compare(compiled(**args), model(**args), torch.float32)
+            if wrong:
+                return report, f"batch {batch}: {wrong}"
+    return report, None
+
+
+def training_differs(model, batches, inputs):
+    """(report, why) of a training step of `model`, compiled against eager
+    at each of `batches` (inputs(batch, 5 + i)): every parameter's and
+    float input's gradient (the corpus's step_gradients); `why` is None
+    where they all agree."""
+    import copy
+
+    import fff.torch
+
+    model = model.train()
+    reference = copy.deepcopy(model)
+    report = fff.torch.Report()
+    compiled = compiled_with(model, report)
+    for i, batch in enumerate(batches):
+        args = inputs(batch, 5 + i)
+        actual, expected = (load_corpus().step_gradients(run, module, args, True)
+                            for run, module in ((compiled, model), (reference, reference)))
+        wrong = gradients_differ(actual, expected, f"batch {batch}: ")
+        if wrong:
+            return report, wrong
+    return report, None
 
 
 def take_flag(argv, flag):
