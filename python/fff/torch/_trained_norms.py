@@ -34,10 +34,6 @@ def _parameter_fits(parameter, x, normalized_shape, mixed=False):
         value.dtype in dtypes and tuple(value.shape) == normalized_shape
 
 
-def _static(extents):
-    return all(isinstance(e, int) for e in extents)
-
-
 def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normalized_ndim, eps, ops, report,
                               placement=CPU, mixed=False):
     """Puts the trained op of a `kind` norm of `x`, its code run at
@@ -56,7 +52,7 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
         # give x's dtype, and autocast does not cast custom ops.
         reason = (f"it gives {getattr(result, 'dtype', result)} for a {value.dtype} input (autocast's cast), and "
                   f"fff's trained norms give their input's dtype")
-    elif not _static(value.shape[value.dim() - normalized_ndim:]):
+    elif static_extents(value.shape[value.dim() - normalized_ndim:]) is None:
         reason = "its normalized extents are dynamic"
     elif not all(_parameter_fits(p, value, tuple(value.shape[value.dim() - normalized_ndim:]), mixed)
                  for p in (weight, bias)):
