@@ -577,6 +577,44 @@ def test_a_region_result_sliced_by_a_symbolic_extent_compiles():
     assert result.returncode == 0 and "done" in result.stdout, result.stderr[-2000:]
 
 
+class SlicesReadApart(torch.nn.Module):
+    """A norm's result whose first slice a matmul reads before the second
+    slice is taken (Gemma 3n's per-layer inputs, Swin's windows), and a
+    Python float that Inductor cannot make a tensor (`torch.full`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(HIDDEN))
+        self.mix = torch.nn.Parameter(torch.randn(HIDDEN, HIDDEN))
+
+    def forward(self, x, fill):
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+        first = y[:, 0, :] @ self.mix
+        second = y[:, 1, :]
+        return first, second + torch.full((1,), fill)
+
+
+def test_a_compile_that_restarts_after_fff_fused_its_graph_runs():
+    """torch.fx's fuser left a region's call after a node that reads its
+    result, in the Graph Dynamo traced, and sorted a copy of it: when
+    Inductor restarted the compile to make `fill` a constant, Dynamo's
+    clean-up of its own Graph, in reverse order, raised 'Tried to erase
+    Node getitem_2 but it still had 1 users'. fff now sorts Dynamo's Graph
+    in place and keeps it; the report holds only the graph that ran."""
+    model = SlicesReadApart()
+    torch._dynamo.reset()
+    report = fff.torch.Report()
+    compiled = torch.compile(model, dynamic=True,
+                             backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    with torch.no_grad():
+        for batch in (4, 6):
+            x = torch.randn(batch, 2, HIDDEN)
+            for actual, expected in zip(compiled(x, 0.5), model(x, 0.5)):
+                assert relative_error(actual, expected) < 1e-5
+    assert report.graphs == 1 and dict(report.taken) == {"rms_norm": 1}, str(report)
+
+
 class PowRMSNorm(torch.nn.Module):
     """Gemma 3n's RMSNorm: pow(mean(x^2) + eps, -0.5) where others write
     rsqrt, in f32, the weight optional."""

@@ -335,6 +335,73 @@ def test_norms_of_extents_read_off_a_dynamic_input_run_as_eager():
             assert relative_error(actual, expected) < TOLERANCE[torch.float32]
 
 
+class NormsOfFloatAttributes(torch.nn.Module):
+    """LLaMA's hand-written RMSNorm, its eps a float attribute, then a
+    LayerNorm: under dynamic=True Dynamo makes both floats graph inputs."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(width))
+        self.variance_epsilon = 1e-6
+        self.norm = torch.nn.LayerNorm(width)
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        return self.norm((self.weight * h).to(x.dtype))
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+def test_norms_whose_eps_dynamo_made_dynamic_are_taken_as_constants(grad):
+    """Such an eps reached fff as a SymFloat, and fff left its norm to the
+    fallback. fff now has Dynamo trace the frame again with the float a
+    constant, guarded on its value, so that a changed eps recompiles."""
+    torch.manual_seed(0)
+    model = NormsOfFloatAttributes(16)
+    torch._dynamo.reset()
+    report = fff.torch.Report()
+    compiled = torch.compile(model, dynamic=True,
+                             backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    for eps, shape in ((1e-6, (3, 5, 16)), (0.5, (4, 7, 16)), (0.5, (2, 3, 16))):
+        model.variance_epsilon = model.norm.eps = eps
+        x, dy = torch.randn(shape, requires_grad=grad), torch.randn(shape)
+        with torch.set_grad_enabled(grad):
+            y, expected = compiled(x), model(x)
+        assert relative_error(y, expected) < TOLERANCE[torch.float32]
+        if grad:
+            grads = [torch.autograd.grad(out, [x, *model.parameters()], dy) for out in (y, expected)]
+            for actual, reference in zip(*grads):
+                assert relative_error(actual, reference) < TOLERANCE[torch.float32]
+    # One graph for each eps: the batch and sequence extents stay dynamic.
+    assert report.graphs == 2 and dict(report.taken) == {"rms_norm": 2, "layer_norm": 2}, str(report)
+
+
+class RMSNormOfAnEpsPassedIn(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(width))
+
+    def forward(self, x, eps):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.weight
+
+
+def test_an_eps_the_caller_passes_in_stays_dynamic():
+    """An argument may change at every call, and as a constant each value
+    would compile again: its norm stays with the fallback, in one graph."""
+    torch.manual_seed(0)
+    model = RMSNormOfAnEpsPassedIn(16)
+    torch._dynamo.reset()
+    report = fff.torch.Report()
+    compiled = torch.compile(model, dynamic=True,
+                             backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    for eps in (1e-6, 0.25, 0.5):
+        x = torch.randn(3, 5, 16)
+        with torch.no_grad():
+            assert relative_error(compiled(x, eps), model(x, eps)) < TOLERANCE[torch.float32]
+    assert report.graphs == 1 and not report.taken, str(report)
+    assert any("a float that Dynamo keeps dynamic" in reason for (_, reason) in report.left), str(report)
+
+
 def test_explain_backward_needs_grad():
     with pytest.raises(ValueError, match="needs grad"):
         fff.torch.explain(torch.nn.LayerNorm(4), torch.randn(2, 4), backward=True, grad=False)

@@ -5,6 +5,7 @@ Each region runs as one fff call (fff::region, fff::tree_sublayer), so that
 the fallback sees it as one opaque op."""
 
 import collections
+import copy
 import functools
 import operator
 
@@ -15,8 +16,9 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from . import _kernels
 from ._backward_fusion import with_backward_fusion
 from ._devices import Unplaced, copied_inputs, placement_of
+from ._dynamic_floats import restart_with_constant_floats
 from ._nodes import ARITHMETIC, FLOATS, NORMS as _NORMS, REDUCTIONS as _REDUCTIONS, TREE_OPS, example_value, \
-    is_fff_call, op_name, writes_unseen
+    is_fff_call, op_name, sort_in_place, writes_unseen
 from ._masked_trees import raise_masked_tree_layers
 from ._ops import forward_mode_refusal
 from ._placed_ops import place_fff_ops
@@ -244,6 +246,9 @@ def _take_region(gm, node, report, placement, training=False):
     inner = [n for n in module.graph.nodes if n.op in ("call_function", "call_method")]
     values = [example_value(a) for a in node.args]
     try:
+        if any(isinstance(v, torch.SymFloat) for v in values):
+            raise Refused("it reads a float that Dynamo keeps dynamic (an argument, under dynamic=True), and fff's "
+                          "code takes floats as constants")
         if not all(isinstance(v, torch.Tensor) for v in values):
             raise Refused("it takes a value that is not a tensor")
         index, raised = compile_region(module, values, placement)
@@ -328,12 +333,19 @@ def backend(gm, example_inputs, fallback="inductor", report=None, mode=None, ind
     if fallback not in ("inductor", "eager"):
         raise ValueError(f"unknown fallback '{fallback}': expected 'inductor' or 'eager'")
     report = report if report is not None else Report()
-    with LOCK:
-        _take_regions(gm, example_inputs, fallback, report, emulate_cuda)
-    if report.training and fallback == "inductor":
-        # The backward graph's residual adds join fff's norm backward calls.
-        patches = with_backward_fusion(patches)
-    return _fallback(fallback, gm, example_inputs, patches)
+    before = copy.deepcopy(report)
+    try:
+        with LOCK:
+            _take_regions(gm, example_inputs, fallback, report, emulate_cuda)
+        if report.training and fallback == "inductor":
+            # The backward graph's residual adds join fff's norm backward calls.
+            patches = with_backward_fusion(patches)
+        return _fallback(fallback, gm, example_inputs, patches)
+    except torch._dynamo.exc.RestartAnalysis:
+        # Dynamo traces the frame again (fff or Inductor asked it to make a
+        # float constant) and discards this graph: so does the report.
+        vars(report).update(vars(before))
+        raise
 
 
 def _inside_transforms(gm):
@@ -489,7 +501,11 @@ def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, r
                                              allows_single_node_partition=True)
     proposed = [part for p in partitioner.propose_partitions() for part in _connected_parts(p)]
     partitions = [_norm_core(p) for p in proposed] if training else proposed
-    regions = [p for p in partitions if _has_norm(p.nodes)]
+    # In the graph's order: the partitioner's is that of sets of nodes,
+    # which changes from run to run, and fusing follows it.
+    position = {n: i for i, n in enumerate(gm.graph.nodes)}
+    regions = [Partition(nodes=sorted(p.nodes, key=position.__getitem__)) for p in partitions if _has_norm(p.nodes)]
+    restart_with_constant_floats([a for p in regions for n in p.nodes for a in n.all_input_nodes])
     in_regions = set().union(*[p.nodes for p in regions]) if regions else set()
     beside_norms = set().union(*[p.nodes for p in proposed if _has_norm(p.nodes)]) if proposed else set()
     for n in nodes:
@@ -507,20 +523,23 @@ def _take_norm_regions(gm, nodes, fallback, report, placement, training=False, r
             report.leave(n, _why_left(n))
     if not regions:
         return
-    # Inductor finds each input's origin in Dynamo's note on its placeholder,
-    # which fusing does not keep.
-    sources = {n.name: n._dynamo_source for n in gm.graph.find_nodes(op="placeholder")
-               if hasattr(n, "_dynamo_source")}
+    # Dynamo keeps the Graph it traced: Inductor reads its placeholders'
+    # notes on where each input comes from, and a compile that restarts
+    # (Inductor's TensorifyScalarRestartAnalysis) clears it in reverse
+    # order. torch.fx's fuser leaves that Graph out of order (a region's
+    # result read before the region's last node) and sorts a copy; fff
+    # sorts Dynamo's Graph in place and keeps it.
+    graph = gm.graph
     fused_gm = partitioner.fuse_partitions(regions)
     assert fused_gm is gm, "the partitioner fuses in place"
+    if gm.graph is not graph:
+        sort_in_place(graph)
+        gm.graph = graph
     fused = [n for n in gm.graph.nodes if n.op == "call_module" and n.target.startswith("fused_")]
     for node in fused:
         _note_results(gm, node)
     for node in fused:
         _take_region(gm, node, report, placement, training)
-    for n in gm.graph.find_nodes(op="placeholder"):
-        if n.name in sources:
-            n._dynamo_source = sources[n.name]
     gm.graph.lint()
     gm.recompile()
 

@@ -1,6 +1,7 @@
 """Dynamo's graph nodes as the backend sees them: the names the report
 gives them, their example values, fff's own calls among them."""
 
+import heapq
 import inspect
 
 import torch
@@ -64,15 +65,48 @@ def custom_op_arguments(node):
 
 
 def static_extents(normalized_shape):
-    """A norm call's `normalized_shape` argument as a tuple of ints; None
-    where any extent is dynamic: the argument a node (`x.shape[-1:]` under
-    dynamic shapes), or an extent a node or a SymInt."""
-    if isinstance(normalized_shape, int) and not isinstance(normalized_shape, bool):
-        return (normalized_shape,)
-    if isinstance(normalized_shape, (tuple, list, torch.Size)) and \
-            all(isinstance(e, int) and not isinstance(e, bool) for e in normalized_shape):
-        return tuple(normalized_shape)
-    return None
+    """A norm call's `normalized_shape` argument, or a value's trailing
+    extents, as a tuple of ints; None where any extent is dynamic: the
+    argument a node (`x.shape[-1:]` under dynamic shapes), or an extent a
+    node or a SymInt that Dynamo's guards leave free. A SymInt they fix
+    (a dynamic input's width, once multiplied with a parameter's) is its
+    int."""
+    if isinstance(normalized_shape, (int, torch.SymInt)):
+        normalized_shape = (normalized_shape,)
+    if not isinstance(normalized_shape, (tuple, list, torch.Size)):
+        return None
+    extents = []
+    for extent in normalized_shape:
+        if isinstance(extent, torch.SymInt) and extent.node.expr.is_Integer:
+            extent = int(extent.node.expr)
+        if not isinstance(extent, int) or isinstance(extent, bool):
+            return None
+        extents.append(extent)
+    return tuple(extents)
+
+
+def sort_in_place(graph):
+    """Moves `graph`'s nodes so that each follows its inputs, the rest
+    keeping their order: a stable topological sort that keeps the nodes and
+    the Graph they belong to, where torch.fx's copies them into a new one."""
+    position = {n: i for i, n in enumerate(graph.nodes)}
+    waiting = {n: len(n.all_input_nodes) for n in position}
+    ready = [(position[n], n) for n, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, node = heapq.heappop(ready)
+        order.append(node)
+        for user in node.users:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, (position[user], user))
+    if len(order) != len(position):
+        raise AssertionError("the graph has a cycle")
+    output = graph.output_node()
+    for node in order:
+        if node is not output:
+            output.prepend(node)
 
 
 def is_fff_call(node):

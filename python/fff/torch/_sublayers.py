@@ -7,6 +7,7 @@ import operator
 
 import torch
 
+from ._dynamic_floats import restart_with_constant_floats
 from ._nodes import (FLOATS as _FLOATS, REGION_OP, TREE_OPS, bound_arguments, custom_op_arguments,
                      example_value as _value, op_name, static_extents, writes_unseen)
 from ._regions import exact_norm
@@ -64,6 +65,7 @@ def _norm_arguments(norm, x):
         # x's dtype in (f32 for f16 and bf16, as ATen's opmath_type).
         eps = torch.finfo(torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype).eps
     if not isinstance(eps, (int, float)):
+        restart_with_constant_floats([eps])
         return None
     bias = arguments.get("bias")
     for parameter in (arguments["weight"], bias):

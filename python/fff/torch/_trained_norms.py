@@ -8,6 +8,7 @@ import operator
 import torch
 
 from ._devices import CPU
+from ._dynamic_floats import restart_with_constant_floats
 from ._nodes import FLOATS, bound_arguments, example_value, static_extents
 from ._sublayers import _NORM_SIGNATURES, _SUBLAYER_NORMS
 from ._training import Unsupported, executable, parameter_dtype, train_op
@@ -44,6 +45,8 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
     torch's mixed-type norms do (in f32, y rounded once), so that f32
     parameters of such an x are taken as they are."""
     value, result = example_value(x), example_value(results[0])
+    normalized_shape = static_extents(value.shape[value.dim() - normalized_ndim:]) \
+        if isinstance(value, torch.Tensor) else None
     reason = None
     if not isinstance(value, torch.Tensor) or value.dtype not in FLOATS:
         reason = "it normalizes a value that is not an f32, f16 or bf16 tensor"
@@ -52,14 +55,12 @@ def replace_with_trained_norm(gm, node, results, kind, x, weight, bias, normaliz
         # give x's dtype, and autocast does not cast custom ops.
         reason = (f"it gives {getattr(result, 'dtype', result)} for a {value.dtype} input (autocast's cast), and "
                   f"fff's trained norms give their input's dtype")
-    elif static_extents(value.shape[value.dim() - normalized_ndim:]) is None:
+    elif normalized_shape is None:
         reason = "its normalized extents are dynamic"
-    elif not all(_parameter_fits(p, value, tuple(value.shape[value.dim() - normalized_ndim:]), mixed)
-                 for p in (weight, bias)):
+    elif not all(_parameter_fits(p, value, normalized_shape, mixed) for p in (weight, bias)):
         reason = "its weight or bias is not of its normalized shape, or of its input's dtype" + \
             (" or f32" if mixed else "")
     else:
-        normalized_shape = tuple(value.shape[value.dim() - normalized_ndim:])
         try:
             # The ops' own rule for the parameters' dtype (one for both, a
             # weight where it is not x's), then the executable's.
@@ -107,6 +108,7 @@ def _explicit_norm(node):
         # x's dtype in (f32 for f16 and bf16).
         eps = torch.finfo(torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype).eps
     if not isinstance(eps, (int, float)) or isinstance(eps, bool):
+        restart_with_constant_floats([eps])
         return None
     weight, bias = arguments["weight"], arguments.get("bias")
     if not (_parameter_fits(weight, x, shape, mixed=True) and _parameter_fits(bias, x, shape, mixed=True)):
