@@ -3,7 +3,9 @@
 BERT on their own batch; the averaged gradients must be those of the same
 DDP run without fff. Then an UltraFastBERT-style encoder (tree
 feedforwards): its DDP gradients must be a single process's gradients of
-the two batches together."""
+the two batches together. Last, a small LLaMA sharded by FSDP2
+(fully_shard): its gradients must be those of the same sharded run
+without fff."""
 
 import os
 import socket
@@ -64,6 +66,29 @@ def _tree_step(rank):
     return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
+def _llama():
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, attn_implementation="eager")
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config)
+
+
+def _sharded_step(rank, compiled):
+    """One training step of FSDP2's sharded LLaMA on rank `rank`'s batch;
+    the gradients, gathered whole."""
+    import fff.torch  # noqa: F401
+    from torch.distributed.fsdp import fully_shard
+
+    model = _llama()
+    for layer in model.model.layers:
+        fully_shard(layer)
+    fully_shard(model)
+    run = torch.compile(model, backend="fff") if compiled else model
+    ids = torch.randint(0, 128, (4, 16), generator=torch.Generator().manual_seed(100 + rank))
+    run(input_ids=ids, labels=ids).loss.backward()
+    return {name: p.grad.full_tensor() for name, p in model.named_parameters() if p.grad is not None}
+
+
 def _worker(rank, port, out_dir, kind):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     # gloo picks its interface from the hostname unless told: loopback, so
@@ -76,6 +101,8 @@ def _worker(rank, port, out_dir, kind):
 
         if kind == "bert":
             grads = {"fff": _step(_model(), rank, compiled=True), "eager": _step(_model(), rank, compiled=False)}
+        elif kind == "fsdp":
+            grads = {"fff": _sharded_step(rank, compiled=True), "eager": _sharded_step(rank, compiled=False)}
         else:
             grads = {"fff": _tree_step(rank)}
         grads["fff backward calls"] = dict(BACKWARD_CALLS)
@@ -132,4 +159,16 @@ def test_ddp_gradients_of_a_tree_encoder_are_those_of_the_whole_batch():
         assert grads["fff"].keys() == expected.keys()
         for name, grad in expected.items():
             error = _error(grads["fff"][name], grad)
+            assert error < 1e-5, f"rank {rank}, {name}: {error:.2e}"
+
+
+def test_fsdp2_gradients_with_fff_equal_those_without():
+    pytest.importorskip("torch.distributed.fsdp", reason="this torch has no FSDP2")
+    for rank, grads in enumerate(_run_ranks("fsdp")):
+        # The model's five RMSNorms (two per layer, the final one) ran their
+        # backward on fff.
+        assert grads["fff backward calls"] == {"rms_norm_grad": 5}, grads["fff backward calls"]
+        assert grads["fff"].keys() == grads["eager"].keys()
+        for name, expected in grads["eager"].items():
+            error = _error(grads["fff"][name], expected)
             assert error < 1e-5, f"rank {rank}, {name}: {error:.2e}"
