@@ -23,10 +23,11 @@ are Python and need none of their compiled operators):
 
     build/venv/bin/pip install --no-deps --target /tmp/extra torchvision torchaudio pillow
     PYTHONPATH=build/python:/tmp/extra build/venv/bin/python scripts/domains-wide.py \\
-        [--scenario infer,train-ind] [--plain] [MODEL ...]
+        [--scenario infer,train-ind] [--plain] [--dynamic] [MODEL ...]
 
 --plain compiles with the fallback alone (backend="inductor"), to tell the
-baseline's own disagreement with eager from fff's. The tolerances and
+baseline's own disagreement with eager from fff's; --dynamic compiles with
+every extent dynamic from the first call, as torch.compile(dynamic=True). The tolerances and
 helpers are the transformers corpus's (test/Frontends).
 
 The first run, 2026-12-07 (torchvision 0.29.2, torchaudio 2.11.1, torch
@@ -195,6 +196,7 @@ def eager_runs(name):
 def main(argv):
     scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
     wide_runs.take_plain(argv)
+    wide_runs.take_dynamic(argv)
     return wide_runs.run_all(argv or list(MODELS), scenarios, eager_runs, lambda name, what: SCENARIOS[what](name),
                              corpus.report_line, width=20)
 

@@ -17,10 +17,11 @@ apart, with the torchvision wheel it imports (no other of its parts runs):
 
     build/venv/bin/pip install --no-deps --target /tmp/extra timm torchvision pillow pyyaml
     PYTHONPATH=build/python:/tmp/extra build/venv/bin/python scripts/timm-wide.py \
-        [--scenario infer,train-ind] [--plain] [MODEL ...]
+        [--scenario infer,train-ind] [--plain] [--dynamic] [MODEL ...]
 
 --plain compiles with the fallback alone (backend="inductor"), to tell the
-baseline's own disagreement with eager from fff's. The tolerances and
+baseline's own disagreement with eager from fff's; --dynamic compiles with
+every extent dynamic from the first call, as torch.compile(dynamic=True). The tolerances and
 helpers are the transformers corpus's (test/Frontends).
 
 The first run, 2026-12-07 (timm 1.0.31, torch 2.15): inference on all 70
@@ -153,6 +154,7 @@ def eager_runs(name):
 def main(argv):
     scenarios = wide_runs.take_scenarios(argv, SCENARIOS)
     wide_runs.take_plain(argv)
+    wide_runs.take_dynamic(argv)
     return wide_runs.run_all(argv or list(MODELS), scenarios, eager_runs, lambda name, what: SCENARIOS[what](name),
                              corpus.report_line, width=32)
 

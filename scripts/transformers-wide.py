@@ -457,8 +457,7 @@ def main(argv):
     wide_runs.take_plain(argv)
     if wide_runs.take_flag(argv, "--emulate-cuda"):
         corpus.OPTIONS["emulate_cuda"] = True
-    if wide_runs.take_flag(argv, "--dynamic"):  # every extent dynamic from the first call, as dynamic=True
-        torch._dynamo.config.assume_static_by_default = False
+    wide_runs.take_dynamic(argv)
     if wide_runs.take_flag(argv, "--corpus"):  # the corpus's families, in this script's scenarios
         argv += list(corpus.FAMILIES)
     return wide_runs.run_all(argv or list(FAMILIES), scenarios, lambda name: eager_ok(*_family(name)), _run,

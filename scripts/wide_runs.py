@@ -103,6 +103,17 @@ def training_differs(model, batches, inputs):
     return report, None
 
 
+def take_dynamic(argv):
+    """--dynamic in `argv` (which loses it): every extent dynamic from the
+    first call, as torch.compile(dynamic=True) (Dynamo's
+    assume_static_by_default off), and floats too (specialize_float is
+    off by default)."""
+    if take_flag(argv, "--dynamic"):
+        import torch
+
+        torch._dynamo.config.assume_static_by_default = False
+
+
 def take_flag(argv, flag):
     """Whether `flag` is in `argv`, which loses it."""
     if flag not in argv:
