@@ -604,14 +604,20 @@ def test_a_compile_that_restarts_after_fff_fused_its_graph_runs():
     in place and keeps it; the report holds only the graph that ran."""
     model = SlicesReadApart()
     torch._dynamo.reset()
-    report = fff.torch.Report()
-    compiled = torch.compile(model, dynamic=True,
-                             backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    report, graphs = fff.torch.Report(), []
+
+    def backend(gm, example):
+        graphs.append(gm)
+        return fff.torch.backend(gm, example, report=report)
+
+    compiled = torch.compile(model, dynamic=True, backend=backend)
     with torch.no_grad():
         for batch in (4, 6):
             x = torch.randn(batch, 2, HIDDEN)
             for actual, expected in zip(compiled(x, 0.5), model(x, 0.5)):
                 assert relative_error(actual, expected) < 1e-5
+    # The backend saw the graph twice: Inductor restarted the first.
+    assert len(graphs) == 2
     assert report.graphs == 1 and dict(report.taken) == {"rms_norm": 1}, str(report)
 
 
