@@ -37,14 +37,13 @@ def _origins(node):
     return origins
 
 
-def _held_by_the_model(placeholder):
+def _held_by_the_model(placeholder, holders):
     """Whether Dynamo read the input `placeholder` off an attribute or a
-    global, rather than off the call's arguments alone."""
-    from torch._dynamo.source import AttrSource, GlobalSource
-
+    global (its sources of the classes `holders`), rather than off the
+    call's arguments alone."""
     source = getattr(placeholder, "_dynamo_source", None)
     while source is not None:
-        if isinstance(source, (AttrSource, GlobalSource)):
+        if isinstance(source, holders):
             return True
         source = getattr(source, "base", None)
     return False
@@ -56,19 +55,18 @@ def restart_with_constant_floats(values):
     holds marked to be constants, where one of them is not marked yet.
     Returns otherwise: there is none, or Dynamo traced one dynamic again
     after being asked (fff then leaves the work that reads it)."""
+    try:
+        from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+        from torch._dynamo.source import AttrSource, GlobalSource
+        from torch._dynamo.symbolic_convert import TensorifyState
+    except ImportError:  # a torch without them: the work stays with the fallback
+        return
     symbols = set()
     for value in values:
         if isinstance(value, torch.fx.Node):
             found = _float_symbols(example_value(value))
-            if found and all(_held_by_the_model(p) for p in _origins(value)):
+            if found and all(_held_by_the_model(p, (AttrSource, GlobalSource)) for p in _origins(value)):
                 symbols |= found
-    if not symbols:
-        return
-    try:
-        from torch._dynamo.exc import TensorifyScalarRestartAnalysis
-        from torch._dynamo.symbolic_convert import TensorifyState
-    except ImportError:  # a torch without them: the work stays with the fallback
-        return
     unmarked = sorted(s for s in symbols if not TensorifyState.should_specialize(s))
     if not unmarked:
         return
