@@ -351,6 +351,14 @@ class NormsOfFloatAttributes(torch.nn.Module):
         return self.norm((self.weight * h).to(x.dtype))
 
 
+def _compiled_with_every_extent_dynamic(model):
+    """torch.compile(model, dynamic=True) on fff, and the report it fills."""
+    torch._dynamo.reset()
+    report = fff.torch.Report()
+    return torch.compile(model, dynamic=True,
+                         backend=lambda gm, example: fff.torch.backend(gm, example, report=report)), report
+
+
 @pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
 def test_norms_whose_eps_dynamo_made_dynamic_are_taken_as_constants(grad):
     """Such an eps reached fff as a SymFloat, and fff left its norm to the
@@ -358,10 +366,7 @@ def test_norms_whose_eps_dynamo_made_dynamic_are_taken_as_constants(grad):
     constant, guarded on its value, so that a changed eps recompiles."""
     torch.manual_seed(0)
     model = NormsOfFloatAttributes(16)
-    torch._dynamo.reset()
-    report = fff.torch.Report()
-    compiled = torch.compile(model, dynamic=True,
-                             backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    compiled, report = _compiled_with_every_extent_dynamic(model)
     for eps, shape in ((1e-6, (3, 5, 16)), (0.5, (4, 7, 16)), (0.5, (2, 3, 16))):
         model.variance_epsilon = model.norm.eps = eps
         x, dy = torch.randn(shape, requires_grad=grad), torch.randn(shape)
@@ -390,10 +395,7 @@ def test_an_eps_the_caller_passes_in_stays_dynamic():
     would compile again: its norm stays with the fallback, in one graph."""
     torch.manual_seed(0)
     model = RMSNormOfAnEpsPassedIn(16)
-    torch._dynamo.reset()
-    report = fff.torch.Report()
-    compiled = torch.compile(model, dynamic=True,
-                             backend=lambda gm, example: fff.torch.backend(gm, example, report=report))
+    compiled, report = _compiled_with_every_extent_dynamic(model)
     for eps in (1e-6, 0.25, 0.5):
         x = torch.randn(3, 5, 16)
         with torch.no_grad():
