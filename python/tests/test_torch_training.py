@@ -318,21 +318,45 @@ class NormsOfExtentsReadOffTheInput(torch.nn.Module):
         return h + self.tree(torch.nn.functional.layer_norm(h, h.shape[-1:]))
 
 
-def test_norms_of_extents_read_off_a_dynamic_input_run_as_eager():
+def test_norms_of_extents_read_off_a_dynamic_input_are_taken_where_guards_fix_them():
     """fff's passes raised TypeError ('Node' object is not iterable) on such
-    a shape; they now leave its norms to the fallback."""
+    a shape. They now read it as the value Dynamo traced: the parameters fix
+    the width, so fff takes the norms, in inference and training."""
     torch.manual_seed(0)
     model = NormsOfExtentsReadOffTheInput(16)
+    for grad in (False, True):
+        compiled, report = _compiled_with_every_extent_dynamic(model)
+        for shape in ((3, 5, 16), (4, 7, 16)):
+            x, dy = torch.randn(shape, requires_grad=grad), torch.randn(shape)
+            with torch.set_grad_enabled(grad):
+                y, expected = compiled(x), model(x)
+            assert relative_error(y, expected) < TOLERANCE[torch.float32]
+            if grad:
+                grads = [torch.autograd.grad(out, [x, *model.parameters()], dy) for out in (y, expected)]
+                for actual, reference in zip(*grads):
+                    assert relative_error(actual, reference) < TOLERANCE[torch.float32]
+        assert report.graphs == 1 and dict(report.taken) == {"layer_norm": 2, "rms_norm": 1, "tree_ffn": 1}, \
+            str(report)
+
+
+def _norm_of_any_width(x):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:]) * 2
+
+
+def test_a_norm_whose_width_stays_dynamic_is_the_fallbacks():
+    compiled, report = _compiled_with_every_extent_dynamic(_norm_of_any_width)
+    for shape in ((3, 5, 16), (4, 7, 24)):
+        x = torch.randn(shape)
+        assert relative_error(compiled(x), _norm_of_any_width(x)) < TOLERANCE[torch.float32]
+    assert report.graphs == 1 and not report.taken, str(report)
+
+
+def _compiled_with_every_extent_dynamic(model):
+    """torch.compile(model, dynamic=True) on fff, and the report it fills."""
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend="fff", dynamic=True)
-    for shape in ((3, 5, 16), (4, 7, 16)):
-        x, dy = torch.randn(shape), torch.randn(shape)
-        with torch.no_grad():
-            assert relative_error(compiled(x), model(x)) < TOLERANCE[torch.float32]
-        x.requires_grad_()
-        grads = [torch.autograd.grad(run(x), [x, *model.parameters()], dy) for run in (compiled, model)]
-        for actual, expected in zip(*grads):
-            assert relative_error(actual, expected) < TOLERANCE[torch.float32]
+    report = fff.torch.Report()
+    return torch.compile(model, dynamic=True,
+                         backend=lambda gm, example: fff.torch.backend(gm, example, report=report)), report
 
 
 class NormsOfFloatAttributes(torch.nn.Module):
@@ -349,14 +373,6 @@ class NormsOfFloatAttributes(torch.nn.Module):
         h = x.float()
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
         return self.norm((self.weight * h).to(x.dtype))
-
-
-def _compiled_with_every_extent_dynamic(model):
-    """torch.compile(model, dynamic=True) on fff, and the report it fills."""
-    torch._dynamo.reset()
-    report = fff.torch.Report()
-    return torch.compile(model, dynamic=True,
-                         backend=lambda gm, example: fff.torch.backend(gm, example, report=report)), report
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])

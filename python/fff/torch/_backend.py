@@ -25,7 +25,7 @@ from ._placed_ops import place_fff_ops
 from ._regions import LOCK, Refused, compile_region, exact_norm
 from ._report import Report
 from ._subgraphs import called_subgraphs, inline_subgraphs
-from ._sublayers import take_region_sublayers, take_tree_sublayers
+from ._sublayers import constant_normalized_shapes, take_region_sublayers, take_tree_sublayers
 from ._trained_norms import is_trained_norm, replace_with_trained_norm, take_trained_norms
 
 # A region may hold the ops norms are written with in model code (_NORMS,
@@ -414,6 +414,7 @@ def _take_regions(gm, example_inputs, fallback, report, emulate_cuda=False):
     subgraphs = called_subgraphs(gm)
     report.ops += sum(len(_compute_nodes(body)) for body in subgraphs)
     for graph in [gm, *subgraphs]:
+        constant_normalized_shapes(graph)
         raise_masked_tree_layers(graph)
     if training:
         # A training graph: its norms, forward and backward, run on fff's

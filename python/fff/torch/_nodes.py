@@ -66,17 +66,21 @@ def custom_op_arguments(node):
 
 def static_extents(normalized_shape):
     """A norm call's `normalized_shape` argument, or a value's trailing
-    extents, as a tuple of ints; None where any extent is dynamic: the
-    argument a node (`x.shape[-1:]` under dynamic shapes), or an extent a
-    node or a SymInt that Dynamo's guards leave free. A SymInt they fix
-    (a dynamic input's width, once multiplied with a parameter's) is its
-    int."""
+    extents, as a tuple of ints; None where any extent is dynamic: a SymInt
+    that Dynamo's guards leave free. A node (`x.shape[-1:]` under dynamic
+    shapes) is read as the value Dynamo traced it with, and a SymInt that
+    the guards fix (a dynamic input's width, once multiplied with a
+    parameter's) is its int."""
+    if isinstance(normalized_shape, torch.fx.Node):
+        normalized_shape = example_value(normalized_shape)
     if isinstance(normalized_shape, (int, torch.SymInt)):
         normalized_shape = (normalized_shape,)
     if not isinstance(normalized_shape, (tuple, list, torch.Size)):
         return None
     extents = []
     for extent in normalized_shape:
+        if isinstance(extent, torch.fx.Node):
+            extent = example_value(extent)
         if isinstance(extent, torch.SymInt) and extent.node.expr.is_Integer:
             extent = int(extent.node.expr)
         if not isinstance(extent, int) or isinstance(extent, bool):

@@ -50,6 +50,34 @@ def _residual_add(tree):
     return add, dropout, residual
 
 
+def constant_normalized_shapes(gm):
+    """Gives each norm call of `gm` whose normalized_shape is read off a
+    value (`x.shape[-1:]`, a graph value under dynamic shapes) that
+    Dynamo's guards fix (a width multiplied with a parameter's) the ints
+    instead: what it computes is the same, and its region then takes no
+    shape value."""
+    changed = False
+    for node in gm.graph.nodes:
+        kind = _SUBLAYER_NORMS.get(node.target) if node.op == "call_function" else None
+        arguments = bound_arguments(node, _NORM_SIGNATURES[kind]) if kind else None
+        shape = arguments["normalized_shape"] if arguments else None
+        read = isinstance(shape, torch.fx.Node) or \
+            (isinstance(shape, (tuple, list)) and any(isinstance(e, torch.fx.Node) for e in shape))
+        extents = static_extents(shape) if read else None
+        if extents is None:
+            continue
+        if len(node.args) > 1:
+            node.update_arg(1, extents)
+        else:
+            node.update_kwarg("normalized_shape", extents)
+        changed = True
+    if changed:
+        # The nodes that read the shape stay, unused: the fallback drops
+        # them (torch.fx's dead-code pass would also drop a call_method's
+        # in-place write, which it takes to be pure).
+        gm.recompile()
+
+
 def _norm_arguments(norm, x):
     """(kind, weight, bias, eps) of the norm node `norm` over rows like `x`
     (a fake tensor), as fff's norms take them: one trailing dim, parameters
