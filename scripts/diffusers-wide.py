@@ -23,8 +23,8 @@ apart, with what it imports (no other of its parts runs):
 
 --plain compiles with the fallback alone (backend="inductor"), to tell the
 baseline's own disagreement with eager from fff's; --dynamic compiles with
-every extent dynamic from the first call, as torch.compile(dynamic=True). The tolerances and
-helpers are the transformers corpus's (test/Frontends).
+every extent dynamic from the first call, as torch.compile(dynamic=True).
+The tolerances and helpers are the transformers corpus's (test/Frontends).
 
 The first run, 2026-12-07 (diffusers 0.42.1, torch 2.15): 11 models, both
 scenarios, no wrong answer of fff's. fff took adaptive LayerNorms in DiT,

@@ -27,8 +27,8 @@ are Python and need none of their compiled operators):
 
 --plain compiles with the fallback alone (backend="inductor"), to tell the
 baseline's own disagreement with eager from fff's; --dynamic compiles with
-every extent dynamic from the first call, as torch.compile(dynamic=True). The tolerances and
-helpers are the transformers corpus's (test/Frontends).
+every extent dynamic from the first call, as torch.compile(dynamic=True).
+The tolerances and helpers are the transformers corpus's (test/Frontends).
 
 The first run, 2026-12-07 (torchvision 0.29.2, torchaudio 2.11.1, torch
 2.15), both scenarios on all 16 models: no wrong answer of fff's. fff took
