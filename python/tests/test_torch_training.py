@@ -327,14 +327,7 @@ def test_norms_of_extents_read_off_a_dynamic_input_are_taken_where_guards_fix_th
     for grad in (False, True):
         compiled, report = _compiled_with_every_extent_dynamic(model)
         for shape in ((3, 5, 16), (4, 7, 16)):
-            x, dy = torch.randn(shape, requires_grad=grad), torch.randn(shape)
-            with torch.set_grad_enabled(grad):
-                y, expected = compiled(x), model(x)
-            assert relative_error(y, expected) < TOLERANCE[torch.float32]
-            if grad:
-                grads = [torch.autograd.grad(out, [x, *model.parameters()], dy) for out in (y, expected)]
-                for actual, reference in zip(*grads):
-                    assert relative_error(actual, reference) < TOLERANCE[torch.float32]
+            _assert_matches_eager(compiled, model, shape, grad)
         assert report.graphs == 1 and dict(report.taken) == {"layer_norm": 2, "rms_norm": 1, "tree_ffn": 1}, \
             str(report)
 
@@ -357,6 +350,19 @@ def _compiled_with_every_extent_dynamic(model):
     report = fff.torch.Report()
     return torch.compile(model, dynamic=True,
                          backend=lambda gm, example: fff.torch.backend(gm, example, report=report)), report
+
+
+def _assert_matches_eager(compiled, model, shape, grad):
+    """`compiled` gives `model`'s result on a random f32 input of `shape`
+    and, with `grad`, its gradients for the input and every parameter."""
+    x, dy = torch.randn(shape, requires_grad=grad), torch.randn(shape)
+    with torch.set_grad_enabled(grad):
+        y, expected = compiled(x), model(x)
+    assert relative_error(y, expected) < TOLERANCE[torch.float32]
+    if grad:
+        grads = [torch.autograd.grad(out, [x, *model.parameters()], dy) for out in (y, expected)]
+        for actual, reference in zip(*grads):
+            assert relative_error(actual, reference) < TOLERANCE[torch.float32]
 
 
 class NormsOfFloatAttributes(torch.nn.Module):
@@ -385,14 +391,7 @@ def test_norms_whose_eps_dynamo_made_dynamic_are_taken_as_constants(grad):
     compiled, report = _compiled_with_every_extent_dynamic(model)
     for eps, shape in ((1e-6, (3, 5, 16)), (0.5, (4, 7, 16)), (0.5, (2, 3, 16))):
         model.variance_epsilon = model.norm.eps = eps
-        x, dy = torch.randn(shape, requires_grad=grad), torch.randn(shape)
-        with torch.set_grad_enabled(grad):
-            y, expected = compiled(x), model(x)
-        assert relative_error(y, expected) < TOLERANCE[torch.float32]
-        if grad:
-            grads = [torch.autograd.grad(out, [x, *model.parameters()], dy) for out in (y, expected)]
-            for actual, reference in zip(*grads):
-                assert relative_error(actual, reference) < TOLERANCE[torch.float32]
+        _assert_matches_eager(compiled, model, shape, grad)
     # One graph for each eps: the batch and sequence extents stay dynamic.
     assert report.graphs == 2 and dict(report.taken) == {"rms_norm": 2, "layer_norm": 2}, str(report)
 
